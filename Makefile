@@ -1,0 +1,34 @@
+# lance_namespace: a Lance Namespace catalog inside PostgreSQL.
+EXTENSION = lance_namespace
+EXTVERSION = 0.1.0
+
+MODULE_big = lance_namespace
+OBJS = \
+	src/lance_namespace.o \
+	src/error.o \
+	src/json_edge.o \
+	src/request.o \
+	src/catalog.o \
+	src/location.o \
+	src/objects.o \
+	src/ops_namespace.o \
+	src/ops_table.o
+
+DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
+PGFILEDESC = "lance_namespace - Lance Namespace catalog"
+
+REGRESS = namespace namespace_errors table table_errors pagination transaction
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+ISOLATION = concurrent_create concurrent_drop
+ISOLATION_OPTS = --load-extension=$(EXTENSION)
+
+SHLIB_LINK += -ljson-c
+PG_CONFIG ?= pg_config
+
+# Our own code builds warning-free under -Wall -Wextra.  PostgreSQL's headers
+# do not, so they are included as system headers, which silences them alone.
+PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CFLAGS += -Wall -Wextra
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,227 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/run.sh, scripts/stop.sh and scripts/test.sh.
+# Sourced, never executed: it only defines variables and functions.
+#
+# Everything talks to PostgreSQL 15 through explicit paths under PG_BIN so
+# that a wrapper earlier on PATH (or another PostgreSQL version) can never
+# be picked up by accident.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG="$PG_BIN/pg_config"
+
+# Debian packages the build and the tests need.
+LN_PACKAGES=(postgresql-15 postgresql-server-dev-15 libjson-c-dev make gcc
+	libc6-dev pkg-config)
+
+# A Unix socket path is limited to 107 bytes (sun_path) and PostgreSQL appends
+# "/.s.PGSQL.<port>" to the directory; fail early instead of in the server log.
+LN_SOCKET_DIR_MAX=90
+
+# The run.sh/stop.sh state directory as an absolute path (it need not exist).
+# Absolute because server commands run from / (see as_postgres), and because
+# it ends up in server settings and in the lance_namespace.root default.
+ln_data_dir() { realpath -m -- "${LN_DATA:-$ROOT/.data}"; }
+
+say() { printf 'lance_namespace: %s\n' "$*"; }
+die() {
+	printf 'lance_namespace: error: %s\n' "$*" >&2
+	exit 1
+}
+
+# ---------------------------------------------------------------------------
+# Dependencies
+# ---------------------------------------------------------------------------
+
+# Print the packages from LN_PACKAGES that dpkg does not report as installed.
+missing_packages() {
+	local pkg status
+	for pkg in "${LN_PACKAGES[@]}"; do
+		# db:Status-Abbrev is "ii " for a fully installed package; anything
+		# else (absent, half-configured, removed with config left) counts
+		# as missing so apt gets a chance to repair it.
+		status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)"
+		[[ "$status" == ii* ]] || printf '%s\n' "$pkg"
+	done
+}
+
+# Install whatever is missing.  apt is skipped entirely when nothing is, so a
+# prepared machine needs neither root for apt nor network access.
+install_deps() {
+	local missing
+	mapfile -t missing < <(missing_packages)
+	if ((${#missing[@]} == 0)); then
+		say "dependencies already installed"
+		return 0
+	fi
+	[[ $EUID -eq 0 ]] || die "missing packages (${missing[*]}) and not root; install them or rerun as root"
+	say "installing: ${missing[*]}"
+	# noninteractive: no debconf prompts on a machine without a terminal.
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${missing[@]}"
+	[[ -x "$PG_CONFIG" ]] || die "$PG_CONFIG still missing after installing packages"
+}
+
+# ---------------------------------------------------------------------------
+# Build
+# ---------------------------------------------------------------------------
+
+build_and_install() {
+	say "building the extension"
+	make -C "$ROOT" PG_CONFIG="$PG_CONFIG"
+	say "installing the extension into $("$PG_CONFIG" --pkglibdir)"
+	make -C "$ROOT" PG_CONFIG="$PG_CONFIG" install
+}
+
+# ---------------------------------------------------------------------------
+# Cluster lifecycle.  The server refuses to run as root, so every server-side
+# command runs as the postgres OS user; clients (psql, pg_regress) run as the
+# caller and connect as the postgres database user over the socket.
+# All directory arguments must be absolute paths.
+# ---------------------------------------------------------------------------
+
+# Run a command as the postgres OS user.  It starts in / because the caller's
+# working directory (e.g. /root) is often not readable by postgres, which
+# makes initdb and pg_ctl print "could not change directory" warnings.
+as_postgres() {
+	if [[ "$(id -un)" == postgres ]]; then
+		(cd / && "$@")
+	elif [[ $EUID -eq 0 ]]; then
+		(cd / && runuser -u postgres -- "$@")
+	else
+		die "must run as root (or as postgres) to manage the server"
+	fi
+}
+
+# Create a directory owned by postgres.  Parents are created by the caller's
+# user and must stay traversable by postgres (mode 755 is enough).
+make_postgres_dir() {
+	local dir="$1" mode="${2:-700}"
+	mkdir -p "$dir"
+	chown postgres:postgres "$dir"
+	chmod "$mode" "$dir"
+}
+
+# Reject a socket directory whose path would not fit in sun_path.
+check_socket_dir() {
+	local dir="$1"
+	((${#dir} <= LN_SOCKET_DIR_MAX)) ||
+		die "socket directory path too long for a Unix socket (${#dir} > $LN_SOCKET_DIR_MAX chars): $dir"
+}
+
+# True when something accepts TCP connections on 127.0.0.1:<port>.  Uses
+# bash's /dev/tcp so no extra tool (ss, netstat, nc) is needed.
+port_in_use() {
+	local port="$1"
+	timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+}
+
+# Print the first free port at or above <start>, trying <count> ports.
+find_free_port() {
+	local port="${1:-54329}" count="${2:-100}" i
+	[[ "$port" =~ ^[0-9]+$ ]] || die "port must be a number, got '$port'"
+	for ((i = 0; i < count; i++, port++)); do
+		if ! port_in_use "$port"; then
+			printf '%s\n' "$port"
+			return 0
+		fi
+	done
+	die "no free TCP port in $1..$((port - 1))"
+}
+
+# init_cluster <datadir> [test|run]
+#   test: fast and disposable (--no-sync, fsync off), default initdb pg_hba.
+#   run:  durable; pg_hba trusts only the local socket and 127.0.0.1.
+# C.UTF-8 always exists on Debian, so initdb never trips over an ungenerated
+# $LANG, and sorting/messages are identical on every machine.
+init_cluster() {
+	local pgdata="$1" kind="${2:-test}"
+	local -a opts=(-D "$pgdata" -U postgres -A trust --encoding=UTF8 --locale=C.UTF-8)
+	[[ "$kind" == test ]] && opts+=(--no-sync)
+
+	make_postgres_dir "$pgdata" 700
+	say "initializing cluster in $pgdata"
+	as_postgres "$PG_BIN/initdb" "${opts[@]}" >"$pgdata.initdb.log" 2>&1 || {
+		cat "$pgdata.initdb.log" >&2
+		die "initdb failed"
+	}
+	rm -f "$pgdata.initdb.log"
+
+	if [[ "$kind" == test ]]; then
+		# Crash safety is pointless for a cluster deleted after the run.
+		printf '\nfsync = off\nfull_page_writes = off\nsynchronous_commit = off\n' |
+			as_postgres tee -a "$pgdata/postgresql.conf" >/dev/null
+	else
+		# Replace initdb's pg_hba.conf (which also trusts ::1 and
+		# replication) with exactly what we promise: socket + 127.0.0.1.
+		printf '%s\n' \
+			'# Written by lance_namespace scripts/common.sh: local use only.' \
+			'# TYPE  DATABASE  USER  ADDRESS       METHOD' \
+			'local   all       all                 trust' \
+			'host    all       all   127.0.0.1/32  trust' |
+			as_postgres tee "$pgdata/pg_hba.conf" >/dev/null
+	fi
+}
+
+# True when the cluster in <datadir> has a live postmaster.
+cluster_running() {
+	local pgdata="$1"
+	[[ -f "$pgdata/PG_VERSION" ]] || return 1
+	as_postgres "$PG_BIN/pg_ctl" -D "$pgdata" status >/dev/null 2>&1
+}
+
+# Field <n> of postmaster.pid (4 = port, 5 = socket dir, 6 = listen address).
+postmaster_field() {
+	local pgdata="$1" n="$2"
+	sed -n "${n}p" "$pgdata/postmaster.pid" 2>/dev/null
+}
+
+# start_cluster <datadir> <port> <socketdir>
+# Settings go on the command line, not in postgresql.conf, so the same data
+# directory can be started on another port later; pg_ctl records them in
+# postmaster.opts for restarts.  The log lives in the data dir.
+start_cluster() {
+	local pgdata="$1" port="$2" sockdir="$3"
+	local log="$pgdata/server.log"
+	[[ "$sockdir" != *[[:space:]\'\"\\,]* ]] ||
+		die "socket directory must not contain spaces, quotes, backslashes or commas: $sockdir"
+	check_socket_dir "$sockdir"
+	make_postgres_dir "$sockdir" 755
+	if port_in_use "$port"; then
+		die "port $port on 127.0.0.1 is already in use; choose another"
+	fi
+
+	say "starting server on port $port (socket dir $sockdir, log $log)"
+	if ! as_postgres "$PG_BIN/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 \
+		-o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$sockdir'" \
+		start >/dev/null; then
+		tail -n 30 "$log" >&2 || true
+		die "server failed to start; see $log"
+	fi
+	wait_ready "$sockdir" "$port" || {
+		tail -n 30 "$log" >&2 || true
+		die "server did not become ready; see $log"
+	}
+}
+
+# Poll pg_isready; pg_ctl -w already waited, this double-checks that clients
+# can really connect through the socket we promise to users.
+wait_ready() {
+	local sockdir="$1" port="$2" i
+	for ((i = 0; i < 60; i++)); do
+		"$PG_BIN/pg_isready" -q -h "$sockdir" -p "$port" -U postgres && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# Stop the cluster if it runs.  "fast" rolls back open sessions instead of
+# waiting for clients (e.g. a forgotten psql) to disconnect.
+stop_cluster() {
+	local pgdata="$1"
+	if cluster_running "$pgdata"; then
+		say "stopping server in $pgdata"
+		as_postgres "$PG_BIN/pg_ctl" -D "$pgdata" -m fast -w -t 60 stop >/dev/null
+	fi
+}

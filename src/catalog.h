@@ -1,0 +1,42 @@
+/*
+ * catalog.h
+ *		Access to the catalog tables in schema lance_catalog.  The only code
+ *		that knows those tables and the statements that read and write them.
+ */
+#ifndef LN_CATALOG_H
+#define LN_CATALOG_H
+
+#include "lance_namespace.h"
+
+/* The root namespace's row; it always exists. */
+#define CATALOG_ROOT_ID 0
+
+typedef struct CatalogObject
+{
+	int64		id;
+	bool		is_table;
+	char	   *name;
+	LnMap		properties;
+	char	   *location;		/* tables only */
+	bool		declared;		/* tables only: declared, no data registered yet */
+} CatalogObject;
+
+extern void catalog_begin(void);
+extern void catalog_end(void);
+
+extern bool catalog_lookup_child(int64 parent_id, const char *name, bool for_update,
+								 CatalogObject *out);
+extern int64 catalog_insert_object(int64 parent_id, bool is_table, const char *name,
+								   const LnMap *properties, const char *location, bool declared);
+extern void catalog_set_properties(int64 id, const LnMap *properties);
+extern void catalog_reregister_table(int64 id, const char *location, const LnMap *properties);
+extern bool catalog_has_children(int64 id);
+extern void catalog_delete_object(int64 id);
+extern void catalog_delete_subtree(int64 id);
+extern void catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
+extern int	catalog_list_children(int64 parent_id, bool tables, bool include_declared,
+								  const char *after, int limit, char ***names);
+extern int	catalog_list_all_tables(bool include_declared, int64 after_id, int limit,
+									int64 **ids, LnId **paths);
+
+#endif							/* LN_CATALOG_H */

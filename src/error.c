@@ -1,0 +1,86 @@
+/*
+ * error.c
+ *		Raise Lance Namespace errors.
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+
+#include "error.h"
+#include "json_edge.h"
+
+static void ln_raise(LnErrorCode code, const char *detail, const char *message)
+			pg_attribute_noreturn();
+
+/*
+ * Raise Lance error `code` with a message formatted from fmt.  The message
+ * should name the object in words a person understands; it becomes both the
+ * PostgreSQL message and the ErrorResponse's "error".  `detail`, if not
+ * NULL, is a longer explanation for the ErrorResponse's "detail".
+ */
+void
+ln_error_detail(LnErrorCode code, const char *detail, const char *fmt,...)
+{
+	StringInfoData message;
+
+	initStringInfo(&message);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&message, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&message, needed);
+	}
+	ln_raise(code, detail, message.data);
+}
+
+static void
+ln_raise(LnErrorCode code, const char *detail, const char *message)
+{
+	char	   *body = json_error_body(code, message, detail);
+
+	ereport(ERROR,
+			(errcode(LN_SQLSTATE(code)),
+			 errmsg_internal("%s", message),
+			 errdetail_internal("%s", body)));
+	pg_unreachable();
+}
+
+/*
+ * The Lance error code that describes a PostgreSQL error, so that no raw
+ * PostgreSQL error reaches a caller of the API.  The errors that reach here
+ * are races the catalog's constraints stopped, or the server refusing work.
+ */
+int
+ln_error_code_of_sqlstate(int sqlerrcode)
+{
+	const char *state = unpack_sql_state(sqlerrcode);
+
+	if (state[0] == 'L' && state[1] == 'N')
+		return (state[2] - '0') * 100 + (state[3] - '0') * 10 + (state[4] - '0');
+
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION:	/* a concurrent writer won */
+		case ERRCODE_TRANSACTION_ROLLBACK:	/* serialization failure, deadlock */
+			return LN_CONCURRENT_MODIFICATION;
+		case ERRCODE_DATA_EXCEPTION:
+		case ERRCODE_PROGRAM_LIMIT_EXCEEDED:
+			return LN_INVALID_INPUT;
+		case ERRCODE_INSUFFICIENT_RESOURCES:
+		case ERRCODE_OPERATOR_INTERVENTION:
+			return LN_SERVICE_UNAVAILABLE;
+		default:
+			break;
+	}
+	if (sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
+		return LN_PERMISSION_DENIED;
+	if (sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		return LN_SERVICE_UNAVAILABLE;
+	return LN_INTERNAL;
+}

@@ -1,0 +1,17 @@
+/*
+ * json_edge.h
+ *		The JSON edge: jsonb requests to C structs, C structs to jsonb
+ *		responses.  The only part of the extension that knows JSON.
+ */
+#ifndef LN_JSON_EDGE_H
+#define LN_JSON_EDGE_H
+
+#include "utils/jsonb.h"
+
+#include "lance_namespace.h"
+
+extern void json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req);
+extern Jsonb *json_encode_response(const LnResponse *resp);
+extern char *json_error_body(int code, const char *message, const char *detail);
+
+#endif							/* LN_JSON_EDGE_H */

@@ -1,0 +1,76 @@
+/*
+ * objects.c
+ *		Find namespaces and tables by their list-form ids.
+ */
+#include "postgres.h"
+
+#include "error.h"
+#include "objects.h"
+#include "request.h"
+
+const char *
+objects_property(const LnMap *properties, const char *key)
+{
+	for (int i = 0; i < properties->len; i++)
+		if (strcmp(properties->keys[i], key) == 0)
+			return properties->values[i];
+	return NULL;
+}
+
+/*
+ * Walk from the root down the first `len` names of `id`.  Returns false if a
+ * name is missing or names a table.  The last namespace is locked FOR UPDATE
+ * when asked, which waits for (and then sees) any concurrent transaction that
+ * is adding a child to it.  `base`, if not NULL, receives the closest
+ * "location" property on the way.
+ */
+bool
+objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+					   LocationBase *base)
+{
+	memset(ns, 0, sizeof(CatalogObject));
+	ns->id = CATALOG_ROOT_ID;
+	ns->name = "";
+	ns->properties = ln_empty_map();
+	if (base != NULL)
+	{
+		base->base = NULL;
+		base->level = 0;
+	}
+
+	for (int i = 0; i < len; i++)
+	{
+		if (!catalog_lookup_child(ns->id, id->names[i], for_update && i == len - 1, ns) ||
+			ns->is_table)
+			return false;
+		if (base != NULL)
+		{
+			const char *location = objects_property(&ns->properties, "location");
+
+			if (location != NULL && location[0] != '\0')
+			{
+				base->base = location;
+				base->level = i + 1;
+			}
+		}
+	}
+	return true;
+}
+
+void
+objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+					  LocationBase *base)
+{
+	if (!objects_find_namespace(id, len, for_update, ns, base))
+		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist", ln_id_string(id, len));
+}
+
+/* Find the table `id` names; its namespace must exist (else LN001) and so must it (LN004). */
+void
+objects_get_table(const LnId *id, bool for_update, CatalogObject *ns, CatalogObject *table)
+{
+	objects_get_namespace(id, id->len - 1, false, ns, NULL);
+	if (!catalog_lookup_child(ns->id, id->names[id->len - 1], for_update, table) ||
+		!table->is_table)
+		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
+}

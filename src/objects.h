@@ -1,0 +1,26 @@
+/*
+ * objects.h
+ *		Find namespaces and tables by their list-form ids, raising the
+ *		spec's not-found errors.
+ */
+#ifndef LN_OBJECTS_H
+#define LN_OBJECTS_H
+
+#include "catalog.h"
+
+/* Where a namespace's tables go by default: its closest "location" property. */
+typedef struct LocationBase
+{
+	const char *base;			/* NULL when no namespace on the path has one */
+	int			level;			/* names of the id below the base start here */
+} LocationBase;
+
+extern bool objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+								   LocationBase *base);
+extern void objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+								  LocationBase *base);
+extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *ns,
+							  CatalogObject *table);
+extern const char *objects_property(const LnMap *properties, const char *key);
+
+#endif							/* LN_OBJECTS_H */

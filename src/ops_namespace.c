@@ -1,0 +1,219 @@
+/*
+ * ops_namespace.c
+ *		Namespace operations: CreateNamespace, ListNamespaces,
+ *		DescribeNamespace, DropNamespace, NamespaceExists.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "catalog.h"
+#include "error.h"
+#include "objects.h"
+#include "request.h"
+
+typedef enum CreateMode
+{
+	CREATE_MODE_CREATE,
+	CREATE_MODE_EXIST_OK,
+	CREATE_MODE_OVERWRITE
+} CreateMode;
+
+static const LnEnumValue create_modes[] = {
+	{"Create", CREATE_MODE_CREATE},
+	{"ExistOk", CREATE_MODE_EXIST_OK},
+	{"Overwrite", CREATE_MODE_OVERWRITE},
+	{NULL, 0}
+};
+
+typedef enum DropMode
+{
+	DROP_MODE_FAIL,
+	DROP_MODE_SKIP
+} DropMode;
+
+static const LnEnumValue drop_modes[] = {
+	{"Fail", DROP_MODE_FAIL},
+	{"Skip", DROP_MODE_SKIP},
+	{NULL, 0}
+};
+
+typedef enum DropBehavior
+{
+	DROP_RESTRICT,
+	DROP_CASCADE
+} DropBehavior;
+
+static const LnEnumValue drop_behaviors[] = {
+	{"Restrict", DROP_RESTRICT},
+	{"Cascade", DROP_CASCADE},
+	{NULL, 0}
+};
+
+/*
+ * CreateNamespace.  The insert itself decides whether the name is free, so
+ * that of two concurrent creators exactly one creates; the other then finds
+ * the winner's namespace and follows its mode.
+ */
+static void
+create_namespace(const LnRequest *req, LnResponse *resp)
+{
+	CreateMode	mode = ln_parse_enum(req->mode, "mode", create_modes, CREATE_MODE_CREATE);
+	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	const char *name;
+	CatalogObject parent;
+	CatalogObject existing;
+
+	ln_require_id(req);
+	if (req->id.len == 0)
+		ln_error(LN_NAMESPACE_ALREADY_EXISTS, "the root namespace always exists");
+	name = req->id.names[req->id.len - 1];
+
+	if (!objects_find_namespace(&req->id, req->id.len - 1, false, &parent, NULL))
+		ln_error(LN_NAMESPACE_NOT_FOUND, "parent namespace \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len - 1));
+
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = properties;
+	if (catalog_insert_object(parent.id, false, name, &properties, NULL, false) != 0)
+		return;
+
+	if (!catalog_lookup_child(parent.id, name, mode == CREATE_MODE_OVERWRITE, &existing))
+		ln_error(LN_CONCURRENT_MODIFICATION,
+				 "namespace \"%s\" was dropped by a concurrent transaction; retry the request",
+				 ln_id_string(&req->id, req->id.len));
+	if (existing.is_table)
+		ln_error(LN_NAMESPACE_ALREADY_EXISTS,
+				 "cannot create namespace \"%s\": a table of that name exists",
+				 ln_id_string(&req->id, req->id.len));
+
+	switch (mode)
+	{
+		case CREATE_MODE_CREATE:
+			ln_error(LN_NAMESPACE_ALREADY_EXISTS, "namespace \"%s\" already exists",
+					 ln_id_string(&req->id, req->id.len));
+		case CREATE_MODE_EXIST_OK:
+			resp->properties = existing.properties;
+			break;
+		case CREATE_MODE_OVERWRITE:
+			/* Overwrite is a drop and a create; the drop restricts, as by default */
+			if (catalog_has_children(existing.id))
+				ln_error(LN_NAMESPACE_NOT_EMPTY,
+						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",
+						 ln_id_string(&req->id, req->id.len));
+			catalog_set_properties(existing.id, &properties);
+			break;
+	}
+}
+
+static void
+list_namespaces(const LnRequest *req, LnResponse *resp)
+{
+	int			limit = ln_page_limit(req);
+	const char *after = req->page_token ? req->page_token : "";
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+
+	resp->fields = LN_RESP_NAMESPACES;
+	resp->nnames = catalog_list_children(ns.id, false, true, after, limit + 1, &resp->names);
+	ln_cut_page(resp, limit);
+}
+
+static void
+describe_namespace(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = ns.properties;
+}
+
+static void
+namespace_exists(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	resp->fields = 0;			/* exists: an empty answer */
+}
+
+/*
+ * DropNamespace.  The namespace row is locked first: a transaction adding a
+ * child holds a key lock on it, so the lock waits for that transaction and the
+ * emptiness check then sees its child.
+ */
+static void
+drop_namespace(const LnRequest *req, LnResponse *resp)
+{
+	DropMode	mode = ln_parse_enum(req->mode, "mode", drop_modes, DROP_MODE_FAIL);
+	DropBehavior behavior = ln_parse_enum(req->behavior, "behavior", drop_behaviors,
+										  DROP_RESTRICT);
+	CatalogObject ns;
+
+	ln_require_id(req);
+	if (req->id.len == 0)
+		ln_error(LN_INVALID_INPUT, "the root namespace cannot be dropped");
+
+	if (!objects_find_namespace(&req->id, req->id.len, true, &ns, NULL))
+	{
+		if (mode == DROP_MODE_SKIP)
+			return;
+		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len));
+	}
+
+	if (behavior == DROP_RESTRICT)
+	{
+		if (catalog_has_children(ns.id))
+			ln_error_detail(LN_NAMESPACE_NOT_EMPTY,
+							"Drop its tables and namespaces first, or drop with behavior Cascade.",
+							"namespace \"%s\" is not empty",
+							ln_id_string(&req->id, req->id.len));
+		catalog_delete_object(ns.id);
+	}
+	else
+		catalog_delete_subtree(ns.id);
+
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = ns.properties;
+}
+
+PG_FUNCTION_INFO_V1(lance_create_namespace);
+Datum
+lance_create_namespace(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, create_namespace, LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES);
+}
+
+PG_FUNCTION_INFO_V1(lance_list_namespaces);
+Datum
+lance_list_namespaces(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, list_namespaces, LN_REQ_LIST);
+}
+
+PG_FUNCTION_INFO_V1(lance_describe_namespace);
+Datum
+lance_describe_namespace(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, describe_namespace, LN_REQ_ID);
+}
+
+PG_FUNCTION_INFO_V1(lance_drop_namespace);
+Datum
+lance_drop_namespace(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, drop_namespace, LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR);
+}
+
+PG_FUNCTION_INFO_V1(lance_namespace_exists);
+Datum
+lance_namespace_exists(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, namespace_exists, LN_REQ_ID);
+}

@@ -1,0 +1,371 @@
+/*
+ * ops_table.c
+ *		Table catalog operations: ListTables, ListAllTables, DeclareTable,
+ *		RegisterTable, DescribeTable, TableExists, DeregisterTable,
+ *		RenameTable, DropTable.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+
+#include "catalog.h"
+#include "error.h"
+#include "location.h"
+#include "objects.h"
+#include "request.h"
+
+typedef enum RegisterMode
+{
+	REGISTER_MODE_CREATE,
+	REGISTER_MODE_OVERWRITE
+} RegisterMode;
+
+static const LnEnumValue register_modes[] = {
+	{"Create", REGISTER_MODE_CREATE},
+	{"Overwrite", REGISTER_MODE_OVERWRITE},
+	{NULL, 0}
+};
+
+static char *
+table_name_of(const LnRequest *req)
+{
+	return req->id.names[req->id.len - 1];
+}
+
+static void
+raise_name_taken(const LnId *id, const CatalogObject *existing)
+{
+	if (existing->is_table)
+		ln_error(LN_TABLE_ALREADY_EXISTS, "table \"%s\" already exists", ln_id_string(id, id->len));
+	ln_error(LN_TABLE_ALREADY_EXISTS, "cannot use the name of table \"%s\": a namespace of that name exists",
+			 ln_id_string(id, id->len));
+}
+
+/* Fill the members every answer about one table carries. */
+static void
+describe_table_entry(const CatalogObject *table, LnResponse *resp)
+{
+	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES;
+	resp->location = table->location;
+	resp->storage_options = ln_empty_map();
+	resp->properties = table->properties;
+}
+
+static void
+list_tables(const LnRequest *req, LnResponse *resp)
+{
+	int			limit = ln_page_limit(req);
+	const char *after = req->page_token ? req->page_token : "";
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+
+	resp->fields = LN_RESP_TABLES;
+	if (limit > 0)
+		resp->nnames = catalog_list_children(ns.id, true, req->include_declared, after,
+											 limit + 1, &resp->names);
+	ln_cut_page(resp, limit);
+}
+
+/*
+ * ListAllTables pages through tables in the order they were made; the page
+ * token is the last table's internal number, so that tables renamed or
+ * added while a caller pages are neither skipped nor repeated.
+ */
+static void
+list_all_tables(const LnRequest *req, LnResponse *resp)
+{
+	int			limit = ln_page_limit(req);
+	int64		after_id = 0;
+	int64	   *ids;
+	LnId	   *paths;
+	int			n = 0;
+
+	if (req->page_token != NULL && req->page_token[0] != '\0')
+	{
+		char	   *end;
+
+		errno = 0;
+		after_id = strtoi64(req->page_token, &end, 10);
+		if (errno != 0 || *end != '\0' || after_id < 0)
+			ln_error(LN_INVALID_INPUT, "field \"page_token\" is not a token this catalog returned");
+	}
+
+	if (limit > 0)
+		n = catalog_list_all_tables(req->include_declared, after_id, limit + 1, &ids, &paths);
+
+	resp->fields = LN_RESP_TABLES;
+	resp->nnames = Min(n, limit);
+	resp->names = palloc(sizeof(char *) * (resp->nnames + 1));
+	for (int i = 0; i < resp->nnames; i++)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int j = 0; j < paths[i].len; j++)
+			appendStringInfo(&buf, "%s%s", j ? req->delimiter : "", paths[i].names[j]);
+		resp->names[i] = buf.data;
+	}
+	if (n > limit && limit > 0)
+	{
+		resp->fields |= LN_RESP_PAGE_TOKEN;
+		resp->page_token = psprintf(INT64_FORMAT, ids[limit - 1]);
+	}
+}
+
+/* The location a declared table gets when the request gives none. */
+static char *
+derive_location(const LnRequest *req, const LocationBase *base)
+{
+	LnId		below;
+	const char *root = base->base;
+	int			level = base->level;
+
+	if (root == NULL)
+	{
+		root = ln_root_location;
+		level = 0;
+	}
+	if (root == NULL || root[0] == '\0')
+		ln_error_detail(LN_INVALID_INPUT,
+						"Give a location, set a \"location\" property on one of its namespaces, "
+						"or set lance_namespace.root.",
+						"no location for table \"%s\"", ln_id_string(&req->id, req->id.len));
+
+	below.len = req->id.len - 1 - level;
+	below.names = req->id.names + level;
+	return location_for_new_table(root, &below, table_name_of(req));
+}
+
+static void
+declare_table(const LnRequest *req, LnResponse *resp)
+{
+	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	CatalogObject ns;
+	CatalogObject table;
+	LocationBase base;
+
+	ln_require_table_id(req);
+	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, &base);
+
+	memset(&table, 0, sizeof(table));
+	table.is_table = true;
+	table.declared = true;
+	table.properties = properties;
+	table.location = req->location ? req->location : derive_location(req, &base);
+
+	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location,
+							  true) == 0)
+	{
+		CatalogObject existing;
+
+		if (!catalog_lookup_child(ns.id, table_name_of(req), false, &existing))
+			ln_error(LN_CONCURRENT_MODIFICATION,
+					 "table \"%s\" was changed by a concurrent transaction; retry the request",
+					 ln_id_string(&req->id, req->id.len));
+		raise_name_taken(&req->id, &existing);
+	}
+	describe_table_entry(&table, resp);
+}
+
+static void
+register_table(const LnRequest *req, LnResponse *resp)
+{
+	RegisterMode mode = ln_parse_enum(req->mode, "mode", register_modes, REGISTER_MODE_CREATE);
+	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	CatalogObject ns;
+	CatalogObject existing;
+
+	ln_require_table_id(req);
+	if (req->location == NULL)
+		ln_error(LN_INVALID_INPUT, "field \"location\" is required");
+	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
+
+	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location,
+							  false) == 0)
+	{
+		if (!catalog_lookup_child(ns.id, table_name_of(req), true, &existing))
+			ln_error(LN_CONCURRENT_MODIFICATION,
+					 "table \"%s\" was changed by a concurrent transaction; retry the request",
+					 ln_id_string(&req->id, req->id.len));
+		if (mode != REGISTER_MODE_OVERWRITE || !existing.is_table)
+			raise_name_taken(&req->id, &existing);
+		catalog_reregister_table(existing.id, req->location, &properties);
+	}
+
+	resp->fields = LN_RESP_LOCATION | LN_RESP_PROPERTIES;
+	resp->location = req->location;
+	resp->properties = properties;
+}
+
+static void
+refuse_versions(const LnRequest *req)
+{
+	if (req->present & LN_REQ_VERSION)
+		ln_error(LN_TABLE_VERSION_NOT_FOUND, "version " INT64_FORMAT " of table \"%s\" does not exist",
+				 req->version, ln_id_string(&req->id, req->id.len));
+}
+
+static void
+describe_table(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+	CatalogObject table;
+
+	ln_require_table_id(req);
+	objects_get_table(&req->id, false, &ns, &table);
+	refuse_versions(req);
+
+	describe_table_entry(&table, resp);
+	if (req->with_table_uri)
+	{
+		resp->fields |= LN_RESP_TABLE_URI;
+		resp->table_uri = location_to_uri(table.location);
+	}
+	if (req->check_declared)
+	{
+		resp->fields |= LN_RESP_IS_ONLY_DECLARED;
+		resp->is_only_declared = table.declared;
+	}
+	if (req->load_detailed_metadata)
+	{
+		/* the catalog never opens the dataset: it answers what it knows */
+		resp->fields |= LN_RESP_TABLE | LN_RESP_NAMESPACE;
+		resp->table = table.name;
+		resp->namespace_id = ln_id_prefix(&req->id, req->id.len - 1);
+	}
+}
+
+static void
+table_exists(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+	CatalogObject table;
+
+	ln_require_table_id(req);
+	objects_get_table(&req->id, false, &ns, &table);
+	refuse_versions(req);
+	resp->fields = 0;			/* exists: an empty answer */
+}
+
+/* DeregisterTable and, until data removal exists, DropTable: the entry goes, the data stays. */
+static void
+deregister_table(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+	CatalogObject table;
+
+	ln_require_table_id(req);
+	objects_get_table(&req->id, true, &ns, &table);
+	catalog_delete_object(table.id);
+
+	resp->fields = LN_RESP_ID | LN_RESP_LOCATION | LN_RESP_PROPERTIES;
+	resp->id = req->id;
+	resp->location = table.location;
+	resp->properties = table.properties;
+}
+
+static void
+rename_table(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+	CatalogObject table;
+	CatalogObject target;
+	CatalogObject existing;
+	const LnId *target_id = (req->present & LN_REQ_NEW_NAMESPACE_ID)
+		? &req->new_namespace_id : &req->id;
+	int			target_len = (req->present & LN_REQ_NEW_NAMESPACE_ID)
+		? req->new_namespace_id.len : req->id.len - 1;
+
+	ln_require_table_id(req);
+	if (req->new_table_name == NULL)
+		ln_error(LN_INVALID_INPUT, "field \"new_table_name\" is required");
+
+	objects_get_table(&req->id, true, &ns, &table);
+	objects_get_namespace(target_id, target_len, false, &target, NULL);
+	if (catalog_lookup_child(target.id, req->new_table_name, false, &existing))
+	{
+		char	   *target_ns = ln_id_string(target_id, target_len);
+
+		ln_error(LN_TABLE_ALREADY_EXISTS, "cannot rename table \"%s\": namespace \"%s\" already has a %s named \"%s\"",
+				 ln_id_string(&req->id, req->id.len), target_ns,
+				 existing.is_table ? "table" : "namespace", req->new_table_name);
+	}
+	catalog_move_object(table.id, target.id, req->new_table_name);
+	resp->fields = 0;
+}
+
+PG_FUNCTION_INFO_V1(lance_list_tables);
+Datum
+lance_list_tables(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, list_tables, LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED);
+}
+
+PG_FUNCTION_INFO_V1(lance_list_all_tables);
+Datum
+lance_list_all_tables(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, list_all_tables,
+							LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT | LN_REQ_INCLUDE_DECLARED |
+							LN_REQ_DELIMITER);
+}
+
+PG_FUNCTION_INFO_V1(lance_declare_table);
+Datum
+lance_declare_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, declare_table,
+							LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_PROPERTIES |
+							LN_REQ_VEND_CREDENTIALS);
+}
+
+PG_FUNCTION_INFO_V1(lance_register_table);
+Datum
+lance_register_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, register_table,
+							LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES);
+}
+
+PG_FUNCTION_INFO_V1(lance_describe_table);
+Datum
+lance_describe_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, describe_table,
+							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_WITH_TABLE_URI |
+							LN_REQ_CHECK_DECLARED | LN_REQ_LOAD_DETAILED |
+							LN_REQ_VEND_CREDENTIALS);
+}
+
+PG_FUNCTION_INFO_V1(lance_table_exists);
+Datum
+lance_table_exists(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, table_exists, LN_REQ_ID | LN_REQ_VERSION);
+}
+
+PG_FUNCTION_INFO_V1(lance_deregister_table);
+Datum
+lance_deregister_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, deregister_table, LN_REQ_ID);
+}
+
+PG_FUNCTION_INFO_V1(lance_drop_table);
+Datum
+lance_drop_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, deregister_table, LN_REQ_ID);
+}
+
+PG_FUNCTION_INFO_V1(lance_rename_table);
+Datum
+lance_rename_table(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, rename_table,
+							LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID);
+}
