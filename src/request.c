@@ -75,10 +75,12 @@ raise_as_lance_error(MemoryContext cxt)
 	if (code == LN_INTERNAL)
 		ereport(LOG,
 				(errmsg_internal("lance_namespace: internal error: %s", edata->message)));
-	ln_error_detail(code, psprintf("SQLSTATE %s", unpack_sql_state(edata->sqlerrcode)),
-					code == LN_CONCURRENT_MODIFICATION
-					? "the catalog was changed by a concurrent transaction; retry the request (%s)"
-					: "%s",
+	if (code == LN_CONCURRENT_MODIFICATION)
+		ln_error_detail(code,
+						psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode),
+								 edata->message),
+						"the catalog was changed by a concurrent transaction; retry the request");
+	ln_error_detail(code, psprintf("SQLSTATE %s", unpack_sql_state(edata->sqlerrcode)), "%s",
 					edata->message);
 }
 
