@@ -11,8 +11,11 @@ OBJS = \
 	src/catalog.o \
 	src/location.o \
 	src/objects.o \
+	src/storage.o \
 	src/ops_namespace.o \
-	src/ops_table.o
+	src/ops_table.o \
+	src/ops_version.o \
+	src/ops_batch.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"

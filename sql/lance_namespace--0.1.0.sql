@@ -56,6 +56,29 @@ INSERT INTO lance_catalog.object (id, parent_id, kind, name) VALUES (0, NULL, 'n
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.object', 'WHERE id <> 0');
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.object_id_seq', '');
 
+-- One row per version of a table on a branch; branch '' is main.  The
+-- primary key is what makes CreateTableVersion put-if-not-exists: of two
+-- writers of one version exactly one inserts.
+CREATE TABLE lance_catalog.version (
+    table_id      bigint NOT NULL,
+    -- always 'table': with table_id it makes the key point at a table
+    table_kind    text NOT NULL DEFAULT 'table' CHECK (table_kind = 'table'),
+    branch        text COLLATE "C" NOT NULL DEFAULT '',
+    version       bigint NOT NULL CHECK (version >= 0),
+    manifest_path text NOT NULL,
+    manifest_size bigint CHECK (manifest_size >= 0),
+    e_tag         text,
+    metadata      jsonb NOT NULL DEFAULT '{}',
+    naming_scheme text CHECK (naming_scheme IN ('V1', 'V2')),
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (table_id, branch, version),
+    FOREIGN KEY (table_id, table_kind) REFERENCES lance_catalog.object (id, kind) ON DELETE CASCADE
+);
+
+COMMENT ON TABLE lance_catalog.version IS 'lance_namespace: table versions (branch '''' is main)';
+
+SELECT pg_catalog.pg_extension_config_dump('lance_catalog.version', '');
+
 -- The API: one function per operation of the Lance Namespace spec, taking the
 -- spec's request model as jsonb and returning its response model.
 
@@ -87,4 +110,17 @@ CREATE FUNCTION lance_deregister_table(request jsonb) RETURNS jsonb
 CREATE FUNCTION lance_rename_table(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 CREATE FUNCTION lance_drop_table(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION lance_list_table_versions(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_create_table_version(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_describe_table_version(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_batch_delete_table_versions(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_batch_create_table_versions(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_batch_commit_tables(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;

@@ -32,6 +32,13 @@ typedef enum CatalogStatement
 	STMT_LIST_TABLES_WITH_DATA,
 	STMT_LIST_ALL_TABLES,
 	STMT_LIST_ALL_TABLES_WITH_DATA,
+	STMT_LOOKUP_TABLES,
+	STMT_INSERT_VERSIONS,
+	STMT_MARK_TABLES_WITH_DATA,
+	STMT_LIST_VERSIONS,
+	STMT_LIST_VERSIONS_DESCENDING,
+	STMT_GET_VERSION,
+	STMT_DELETE_VERSIONS,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -39,7 +46,7 @@ typedef struct StatementDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[7];
+	Oid			argtypes[12];
 } StatementDef;
 
 /*
@@ -59,6 +66,11 @@ typedef struct StatementDef
 	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id" \
 	"    WHERE up.parent_id <> 0)" \
 	" SELECT names FROM up WHERE up.parent_id = 0)"
+
+#define VERSION_COLUMNS \
+	"version, manifest_path, manifest_size, e_tag, " \
+	"(extract(epoch FROM created_at) * 1000)::bigint, " \
+	"ARRAY(SELECT ARRAY[key, value] FROM jsonb_each_text(metadata))"
 
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOOKUP_CHILD] = {
@@ -134,6 +146,63 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		"    WHERE kind = 'table' AND NOT declared AND id > $1 ORDER BY id LIMIT $2) p"
 		" ORDER BY p.id",
 		2, {INT8OID, INT4OID}
+	},
+	[STMT_LOOKUP_TABLES] = {
+		"SELECT e.ord, o.id, o.location, o.declared"
+		"  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS e(parent_id, name, ord)"
+		"  JOIN lance_catalog.object o ON o.parent_id = e.parent_id AND o.name = e.name"
+		" WHERE o.kind = 'table'",
+		2, {INT8ARRAYOID, TEXTARRAYOID}
+	},
+	[STMT_INSERT_VERSIONS] = {
+		/*
+		 * One statement for a whole batch, inserting in the given order; a
+		 * key that exists is skipped and missing from RETURNING.  Metadata
+		 * comes as (entry, key, value) triples.
+		 */
+		"INSERT INTO lance_catalog.version"
+		"       (table_id, branch, version, manifest_path, manifest_size, e_tag, naming_scheme,"
+		"        metadata)"
+		" SELECT e.table_id, e.branch, e.version, e.manifest_path, e.manifest_size, e.e_tag,"
+		"        e.naming_scheme,"
+		"        coalesce((SELECT jsonb_object_agg(m.key, m.value)"
+		"                    FROM unnest($8::int8[], $9::text[], $10::text[]) AS m(entry, key, value)"
+		"                   WHERE m.entry = e.ord), '{}')"
+		"   FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[],"
+		"               $7::text[]) WITH ORDINALITY"
+		"        AS e(table_id, branch, version, manifest_path, manifest_size, e_tag, naming_scheme,"
+		"             ord)"
+		"  ORDER BY e.ord"
+		" ON CONFLICT DO NOTHING"
+		" RETURNING table_id, branch, version, (extract(epoch FROM created_at) * 1000)::bigint",
+		10, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
+	},
+	[STMT_MARK_TABLES_WITH_DATA] = {
+		"UPDATE lance_catalog.object SET declared = false WHERE id = ANY($1) AND declared",
+		1, {INT8ARRAYOID}
+	},
+	[STMT_LIST_VERSIONS] = {
+		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+		" WHERE table_id = $1 AND branch = $2 AND version > $3"
+		" ORDER BY version LIMIT $4",
+		4, {INT8OID, TEXTOID, INT8OID, INT4OID}
+	},
+	[STMT_LIST_VERSIONS_DESCENDING] = {
+		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+		" WHERE table_id = $1 AND branch = $2 AND version < $3"
+		" ORDER BY version DESC LIMIT $4",
+		4, {INT8OID, TEXTOID, INT8OID, INT4OID}
+	},
+	[STMT_GET_VERSION] = {
+		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+		" WHERE table_id = $1 AND branch = $2 AND version = $3",
+		3, {INT8OID, TEXTOID, INT8OID}
+	},
+	[STMT_DELETE_VERSIONS] = {
+		"DELETE FROM lance_catalog.version"
+		" WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
+		4, {INT8OID, TEXTOID, INT8OID, INT8OID}
 	},
 };
 
@@ -221,6 +290,50 @@ text_array_datum(char **strings, int n)
 	for (int i = 0; i < n; i++)
 		elems[i] = CStringGetTextDatum(strings[i]);
 	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* A text[] or bigint[] whose NULL strings (or unset flags) are SQL NULLs. */
+static Datum
+nullable_array_datum(Datum *elems, bool *nulls, int n, Oid elemtype)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, elemtype, typlen,
+											  typbyval, typalign));
+}
+
+static Datum
+nullable_text_array_datum(char **strings, int n)
+{
+	Datum	   *elems = palloc0(sizeof(Datum) * (n + 1));
+	bool	   *nulls = palloc0(sizeof(bool) * (n + 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		nulls[i] = strings[i] == NULL;
+		if (!nulls[i])
+			elems[i] = CStringGetTextDatum(strings[i]);
+	}
+	return nullable_array_datum(elems, nulls, n, TEXTOID);
+}
+
+static Datum
+int8_array_datum(const int64 *values, const bool *present, int n)
+{
+	Datum	   *elems = palloc0(sizeof(Datum) * (n + 1));
+	bool	   *nulls = palloc0(sizeof(bool) * (n + 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		nulls[i] = present != NULL && !present[i];
+		elems[i] = Int64GetDatum(values[i]);
+	}
+	return nullable_array_datum(elems, nulls, n, INT8OID);
 }
 
 static Datum
@@ -400,4 +513,193 @@ catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 
 		(*paths)[i].len = result_text_array(i, 2, &(*paths)[i].names);
 	}
 	return n;
+}
+
+/*
+ * Find the tables named (parent_ids[i], names[i]).  Fills ids[i] (0 when
+ * there is no such table), locations[i] and declared[i].
+ */
+void
+catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, char **locations,
+					  bool *declared)
+{
+	Datum		values[2];
+	bool		isnull;
+
+	values[0] = int8_array_datum(parent_ids, NULL, n);
+	values[1] = nullable_text_array_datum(names, n);
+	execute(STMT_LOOKUP_TABLES, values, NULL, 0);
+
+	memset(ids, 0, sizeof(int64) * n);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		int			i = (int) DatumGetInt64(result_datum(row, 1, &isnull)) - 1;
+
+		ids[i] = DatumGetInt64(result_datum(row, 2, &isnull));
+		locations[i] = result_text(row, 3);
+		declared[i] = DatumGetBool(result_datum(row, 4, &isnull));
+	}
+}
+
+/*
+ * Insert the versions in `rows`, in that order, in one statement.  A version
+ * whose key exists already, in the catalog or earlier in `rows`, is not
+ * inserted: inserted[i] tells, and each inserted row's timestamp_millis is
+ * set.  The primary key decides, so that of two writers of one version
+ * exactly one inserts it; the other waits for the first to finish.
+ */
+void
+catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
+{
+	Datum		values[10];
+	int64	   *table_ids = palloc(sizeof(int64) * (n + 1));
+	char	  **branches = palloc(sizeof(char *) * (n + 1));
+	int64	   *versions = palloc(sizeof(int64) * (n + 1));
+	char	  **paths = palloc(sizeof(char *) * (n + 1));
+	int64	   *sizes = palloc(sizeof(int64) * (n + 1));
+	bool	   *has_size = palloc(sizeof(bool) * (n + 1));
+	char	  **e_tags = palloc(sizeof(char *) * (n + 1));
+	char	  **schemes = palloc(sizeof(char *) * (n + 1));
+	int			npairs = 0;
+	int64	   *pair_entry;
+	char	  **pair_keys;
+	char	  **pair_values;
+	uint64		row = 0;
+	bool		isnull;
+
+	for (int i = 0; i < n; i++)
+		npairs += rows[i].version.metadata.len;
+	pair_entry = palloc(sizeof(int64) * (npairs + 1));
+	pair_keys = palloc(sizeof(char *) * (npairs + 1));
+	pair_values = palloc(sizeof(char *) * (npairs + 1));
+
+	npairs = 0;
+	for (int i = 0; i < n; i++)
+	{
+		const LnTableVersion *v = &rows[i].version;
+
+		table_ids[i] = rows[i].table_id;
+		branches[i] = rows[i].branch;
+		versions[i] = v->version;
+		paths[i] = v->manifest_path;
+		sizes[i] = v->manifest_size;
+		has_size[i] = v->has_manifest_size;
+		e_tags[i] = v->e_tag;
+		schemes[i] = rows[i].naming_scheme;
+		for (int k = 0; k < v->metadata.len; k++)
+		{
+			pair_entry[npairs] = i + 1;
+			pair_keys[npairs] = v->metadata.keys[k];
+			pair_values[npairs] = v->metadata.values[k];
+			npairs++;
+		}
+	}
+	values[0] = int8_array_datum(table_ids, NULL, n);
+	values[1] = nullable_text_array_datum(branches, n);
+	values[2] = int8_array_datum(versions, NULL, n);
+	values[3] = nullable_text_array_datum(paths, n);
+	values[4] = int8_array_datum(sizes, has_size, n);
+	values[5] = nullable_text_array_datum(e_tags, n);
+	values[6] = nullable_text_array_datum(schemes, n);
+	values[7] = int8_array_datum(pair_entry, NULL, npairs);
+	values[8] = nullable_text_array_datum(pair_keys, npairs);
+	values[9] = nullable_text_array_datum(pair_values, npairs);
+	execute(STMT_INSERT_VERSIONS, values, NULL, 0);
+
+	/* RETURNING keeps the insert order, so the rows line up with `rows`, gaps aside */
+	for (int i = 0; i < n; i++)
+	{
+		inserted[i] = false;
+		if (row < SPI_processed &&
+			DatumGetInt64(result_datum(row, 1, &isnull)) == rows[i].table_id &&
+			DatumGetInt64(result_datum(row, 3, &isnull)) == rows[i].version.version)
+		{
+			char	   *branch = TextDatumGetCString(result_datum(row, 2, &isnull));
+
+			if (strcmp(branch, rows[i].branch) == 0)
+			{
+				inserted[i] = true;
+				rows[i].version.timestamp_millis = DatumGetInt64(result_datum(row, 4, &isnull));
+				row++;
+			}
+		}
+	}
+}
+
+/* Tables that were only declared have data once they have a version. */
+void
+catalog_mark_tables_with_data(int n, const int64 *table_ids)
+{
+	Datum		values[1] = {int8_array_datum(table_ids, NULL, n)};
+
+	execute(STMT_MARK_TABLES_WITH_DATA, values, NULL, 0);
+}
+
+static void
+result_version(uint64 row, LnTableVersion *v)
+{
+	bool		isnull;
+	char	  **pairs;
+	int			npairs;
+
+	v->version = DatumGetInt64(result_datum(row, 1, &isnull));
+	v->manifest_path = result_text(row, 2);
+	v->manifest_size = DatumGetInt64(result_datum(row, 3, &isnull));
+	v->has_manifest_size = !isnull;
+	v->e_tag = result_text(row, 4);
+	v->timestamp_millis = DatumGetInt64(result_datum(row, 5, &isnull));
+	npairs = result_text_array(row, 6, &pairs) / 2;
+	v->metadata.len = npairs;
+	v->metadata.keys = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
+	v->metadata.values = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
+	for (int i = 0; i < npairs; i++)
+	{
+		v->metadata.keys[i] = pairs[2 * i];
+		v->metadata.values[i] = pairs[2 * i + 1];
+	}
+}
+
+/*
+ * Versions of a table's branch after `after` (before it, descending), at
+ * most `limit`.  The primary key index answers it, reading only the rows
+ * returned: the latest version costs one row.
+ */
+int
+catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after, int limit,
+					  LnTableVersion **versions)
+{
+	Datum		values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
+	Int64GetDatum(after), Int32GetDatum(limit)};
+	int			n;
+
+	execute(descending ? STMT_LIST_VERSIONS_DESCENDING : STMT_LIST_VERSIONS, values, NULL, 0);
+	n = (int) SPI_processed;
+	*versions = MemoryContextAllocZero(result_cxt, sizeof(LnTableVersion) * (n + 1));
+	for (int i = 0; i < n; i++)
+		result_version(i, &(*versions)[i]);
+	return n;
+}
+
+bool
+catalog_get_version(int64 table_id, const char *branch, int64 version, LnTableVersion *out)
+{
+	Datum		values[3] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
+	Int64GetDatum(version)};
+
+	execute(STMT_GET_VERSION, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	result_version(0, out);
+	return true;
+}
+
+/* Delete a branch's versions from `first` to `last`, both included; returns how many. */
+int64
+catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last)
+{
+	Datum		values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
+	Int64GetDatum(first), Int64GetDatum(last)};
+
+	execute(STMT_DELETE_VERSIONS, values, NULL, 0);
+	return (int64) SPI_processed;
 }

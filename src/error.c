@@ -12,6 +12,19 @@
 static void ln_raise(LnErrorCode code, const char *detail, const char *message)
 			pg_attribute_noreturn();
 
+/* The batch element being worked on, named at the start of every message. */
+static const char *error_element = NULL;
+
+/*
+ * Name the element of a batch that the following errors belong to ("entries[2]"),
+ * or no element (NULL).  The operation frame clears it before each call.
+ */
+void
+ln_error_set_element(const char *element)
+{
+	error_element = element;
+}
+
 /*
  * Raise Lance error `code` with a message formatted from fmt.  The message
  * should name the object in words a person understands; it becomes both the
@@ -42,7 +55,11 @@ ln_error_detail(LnErrorCode code, const char *detail, const char *fmt,...)
 static void
 ln_raise(LnErrorCode code, const char *detail, const char *message)
 {
-	char	   *body = json_error_body(code, message, detail);
+	char	   *body;
+
+	if (error_element != NULL)
+		message = psprintf("%s: %s", error_element, message);
+	body = json_error_body(code, message, detail);
 
 	ereport(ERROR,
 			(errcode(LN_SQLSTATE(code)),

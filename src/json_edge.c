@@ -40,7 +40,10 @@ typedef enum FieldType
 	FIELD_STRING,				/* any string */
 	FIELD_BOOL,
 	FIELD_COUNT,				/* integer >= 0 */
-	FIELD_MAP					/* object of strings */
+	FIELD_MAP,					/* object of strings */
+	FIELD_RANGES,				/* array of VersionRange */
+	FIELD_ENTRIES,				/* array of CreateTableVersionEntry */
+	FIELD_OPERATIONS			/* array of CommitTableOperation */
 } FieldType;
 
 typedef struct RequestField
@@ -69,7 +72,32 @@ static const RequestField request_fields[] = {
 	{"version", LN_REQ_VERSION, FIELD_COUNT, offsetof(LnRequest, version)},
 	{"delimiter", LN_REQ_DELIMITER, FIELD_TEXT, offsetof(LnRequest, delimiter)},
 	{"vend_credentials", LN_REQ_VEND_CREDENTIALS, FIELD_BOOL, offsetof(LnRequest, vend_credentials)},
+	{"branch", LN_REQ_BRANCH, FIELD_STRING, offsetof(LnRequest, branch)},
+	{"manifest_path", LN_REQ_MANIFEST_PATH, FIELD_TEXT, offsetof(LnRequest, manifest_path)},
+	{"manifest_size", LN_REQ_MANIFEST_SIZE, FIELD_COUNT, offsetof(LnRequest, manifest_size)},
+	{"e_tag", LN_REQ_E_TAG, FIELD_STRING, offsetof(LnRequest, e_tag)},
+	{"metadata", LN_REQ_METADATA, FIELD_MAP, offsetof(LnRequest, metadata)},
+	{"naming_scheme", LN_REQ_NAMING_SCHEME, FIELD_STRING, offsetof(LnRequest, naming_scheme)},
+	{"descending", LN_REQ_DESCENDING, FIELD_BOOL, offsetof(LnRequest, descending)},
+	{"ranges", LN_REQ_RANGES, FIELD_RANGES, offsetof(LnRequest, nranges)},
+	{"entries", LN_REQ_ENTRIES, FIELD_ENTRIES, offsetof(LnRequest, nentries)},
+	{"operations", LN_REQ_OPERATIONS, FIELD_OPERATIONS, offsetof(LnRequest, noperations)},
 };
+
+/* The keys of a CommitTableOperation, in LnCommitKind order, with what each knows. */
+static const struct
+{
+	const char *key;
+	uint32		known_fields;
+}			commit_kinds[] = {
+	[LN_COMMIT_DECLARE_TABLE] = {"declare_table", LN_REQ_DECLARE_TABLE},
+	[LN_COMMIT_CREATE_TABLE_VERSION] = {"create_table_version", LN_REQ_CREATE_TABLE_VERSION},
+	[LN_COMMIT_DELETE_TABLE_VERSIONS] = {"delete_table_versions", LN_REQ_DELETE_TABLE_VERSIONS},
+	[LN_COMMIT_DEREGISTER_TABLE] = {"deregister_table", LN_REQ_DEREGISTER_TABLE},
+};
+
+static void decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
+								  LnRequest *req);
 
 static void
 release_tree(void *arg)
@@ -168,7 +196,7 @@ decode_map(json_object *value, const char *prefix, const char *field, LnMap *map
 }
 
 static int64
-decode_count(json_object *value, const char *prefix, const char *field)
+decode_integer(json_object *value, const char *prefix, const char *field)
 {
 	int64		n;
 
@@ -179,9 +207,117 @@ decode_count(json_object *value, const char *prefix, const char *field)
 		n = (int64) json_object_get_double(value);
 	else
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
+	return n;
+}
+
+static int64
+decode_count(json_object *value, const char *prefix, const char *field)
+{
+	int64		n = decode_integer(value, prefix, field);
+
 	if (n < 0)
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not be negative", prefix, field);
 	return n;
+}
+
+/* An array member's elements; `*n` receives their number. */
+static json_object *
+decode_array(json_object *value, const char *prefix, const char *field, int *n)
+{
+	if (!json_object_is_type(value, json_type_array))
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an array", prefix, field);
+	*n = (int) json_object_array_length(value);
+	return value;
+}
+
+static json_object *
+decode_element(json_object *array, int i, const char *prefix, const char *field, char **element)
+{
+	json_object *obj = json_object_array_get_idx(array, i);
+
+	*element = psprintf("%s%s[%d]", prefix, field, i);
+	if (!json_object_is_type(obj, json_type_object))
+		ln_error(LN_INVALID_INPUT, "field \"%s\" must be an object", *element);
+	return obj;
+}
+
+static json_object *
+required_member(json_object *obj, const char *element, const char *key)
+{
+	json_object *value;
+
+	if (!json_object_object_get_ex(obj, key, &value) || value == NULL)
+		ln_error(LN_INVALID_INPUT, "field \"%s.%s\" is required", element, key);
+	return value;
+}
+
+static void
+decode_ranges(json_object *value, const char *prefix, const char *field, LnRequest *req)
+{
+	decode_array(value, prefix, field, &req->nranges);
+	req->ranges = palloc(sizeof(LnVersionRange) * (req->nranges + 1));
+	for (int i = 0; i < req->nranges; i++)
+	{
+		char	   *element;
+		json_object *obj = decode_element(value, i, prefix, field, &element);
+		char	   *dotted = psprintf("%s.", element);
+
+		req->ranges[i].start_version =
+			decode_count(required_member(obj, element, "start_version"), dotted, "start_version");
+		req->ranges[i].end_version =
+			decode_integer(required_member(obj, element, "end_version"), dotted, "end_version");
+	}
+}
+
+static void
+decode_entries(json_object *value, const char *prefix, const char *field, LnRequest *req)
+{
+	decode_array(value, prefix, field, &req->nentries);
+	req->entries = palloc(sizeof(LnRequest) * (req->nentries + 1));
+	for (int i = 0; i < req->nentries; i++)
+	{
+		char	   *element;
+		json_object *obj = decode_element(value, i, prefix, field, &element);
+
+		decode_request_object(obj, psprintf("%s.", element), LN_REQ_CREATE_TABLE_VERSION,
+							  &req->entries[i]);
+	}
+}
+
+/* Each CommitTableOperation sets exactly one of its four members. */
+static void
+decode_operations(json_object *value, const char *prefix, const char *field, LnRequest *req)
+{
+	decode_array(value, prefix, field, &req->noperations);
+	req->operations = palloc(sizeof(LnCommitOperation) * (req->noperations + 1));
+	for (int i = 0; i < req->noperations; i++)
+	{
+		char	   *element;
+		json_object *obj = decode_element(value, i, prefix, field, &element);
+		int			found = -1;
+
+		for (int k = 0; k < (int) lengthof(commit_kinds); k++)
+		{
+			json_object *member;
+
+			if (!json_object_object_get_ex(obj, commit_kinds[k].key, &member) || member == NULL)
+				continue;
+			if (found >= 0)
+				found = -2;
+			else
+			{
+				found = k;
+				decode_request_object(member, psprintf("%s.%s.", element, commit_kinds[k].key),
+									  commit_kinds[k].known_fields,
+									  &req->operations[i].request);
+			}
+		}
+		if (found < 0)
+			ln_error(LN_INVALID_INPUT,
+					 "field \"%s\" must set exactly one of declare_table, create_table_version, "
+					 "delete_table_versions, deregister_table", element);
+		req->operations[i].kind = (LnCommitKind) found;
+	}
 }
 
 /*
@@ -197,8 +333,12 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 	req->delimiter = "$";
 
 	if (!json_object_is_type(obj, json_type_object))
-		ln_error(LN_INVALID_INPUT, "the request%s%s must be a JSON object",
-				 prefix[0] ? " " : "", prefix);
+	{
+		if (prefix[0] == '\0')
+			ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
+		ln_error(LN_INVALID_INPUT, "field \"%.*s\" must be an object",
+				 (int) strlen(prefix) - 1, prefix);
+	}
 
 	for (size_t i = 0; i < lengthof(request_fields); i++)
 	{
@@ -238,6 +378,15 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 				break;
 			case FIELD_MAP:
 				decode_map(value, prefix, f->key, (LnMap *) member);
+				break;
+			case FIELD_RANGES:
+				decode_ranges(value, prefix, f->key, req);
+				break;
+			case FIELD_ENTRIES:
+				decode_entries(value, prefix, f->key, req);
+				break;
+			case FIELD_OPERATIONS:
+				decode_operations(value, prefix, f->key, req);
 				break;
 		}
 		req->present |= f->bit;
@@ -292,8 +441,25 @@ tree_to_jsonb(json_object *root)
 	return DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(text)));
 }
 
-Jsonb *
-json_encode_response(const LnResponse *resp)
+static json_object *
+new_table_version(const LnTableVersion *v)
+{
+	json_object *obj = json_object_new_object();
+
+	json_object_object_add(obj, "version", json_object_new_int64(v->version));
+	json_object_object_add(obj, "manifest_path", json_object_new_string(v->manifest_path));
+	if (v->has_manifest_size)
+		json_object_object_add(obj, "manifest_size", json_object_new_int64(v->manifest_size));
+	if (v->e_tag != NULL)
+		json_object_object_add(obj, "e_tag", json_object_new_string(v->e_tag));
+	json_object_object_add(obj, "timestamp_millis", json_object_new_int64(v->timestamp_millis));
+	if (v->metadata.len > 0)
+		json_object_object_add(obj, "metadata", new_map(&v->metadata));
+	return obj;
+}
+
+static json_object *
+new_response(const LnResponse *resp)
 {
 	json_object *obj = json_object_new_object();
 
@@ -314,6 +480,9 @@ json_encode_response(const LnResponse *resp)
 		json_object_object_add(obj, "storage_options", new_map(&resp->storage_options));
 	if (resp->fields & LN_RESP_PROPERTIES)
 		json_object_object_add(obj, "properties", new_map(&resp->properties));
+	if (resp->fields & LN_RESP_MANAGED_VERSIONING)
+		json_object_object_add(obj, "managed_versioning",
+							   json_object_new_boolean(resp->managed_versioning));
 	if (resp->fields & LN_RESP_IS_ONLY_DECLARED)
 		json_object_object_add(obj, "is_only_declared",
 							   json_object_new_boolean(resp->is_only_declared));
@@ -322,7 +491,41 @@ json_encode_response(const LnResponse *resp)
 	if (resp->fields & LN_RESP_NAMESPACE)
 		json_object_object_add(obj, "namespace",
 							   new_string_array(resp->namespace_id.len, resp->namespace_id.names));
-	return tree_to_jsonb(obj);
+	if (resp->fields & LN_RESP_VERSION_NUMBER)
+		json_object_object_add(obj, "version", json_object_new_int64(resp->version_number));
+	if (resp->fields & LN_RESP_VERSION)
+		json_object_object_add(obj, "version", new_table_version(&resp->version));
+	if (resp->fields & LN_RESP_VERSIONS)
+	{
+		json_object *array = json_object_new_array_ext(resp->nversions);
+
+		for (int i = 0; i < resp->nversions; i++)
+			json_object_array_add(array, new_table_version(&resp->versions[i]));
+		json_object_object_add(obj, "versions", array);
+	}
+	if (resp->fields & LN_RESP_DELETED_COUNT)
+		json_object_object_add(obj, "deleted_count", json_object_new_int64(resp->deleted_count));
+	if (resp->fields & LN_RESP_RESULTS)
+	{
+		json_object *array = json_object_new_array_ext(resp->nresults);
+
+		for (int i = 0; i < resp->nresults; i++)
+		{
+			json_object *result = json_object_new_object();
+
+			json_object_object_add(result, commit_kinds[resp->results[i].kind].key,
+								   new_response(&resp->results[i].response));
+			json_object_array_add(array, result);
+		}
+		json_object_object_add(obj, "results", array);
+	}
+	return obj;
+}
+
+Jsonb *
+json_encode_response(const LnResponse *resp)
+{
+	return tree_to_jsonb(new_response(resp));
 }
 
 /* The spec's ErrorResponse, {"code": N, "error": "..."}, as JSON text. */

@@ -51,8 +51,44 @@ typedef struct LnMap
 #define LN_REQ_VERSION				(1u << 13)
 #define LN_REQ_DELIMITER			(1u << 14)
 #define LN_REQ_VEND_CREDENTIALS		(1u << 15)
+#define LN_REQ_BRANCH				(1u << 16)
+#define LN_REQ_MANIFEST_PATH		(1u << 17)
+#define LN_REQ_MANIFEST_SIZE		(1u << 18)
+#define LN_REQ_E_TAG				(1u << 19)
+#define LN_REQ_METADATA				(1u << 20)
+#define LN_REQ_NAMING_SCHEME		(1u << 21)
+#define LN_REQ_DESCENDING			(1u << 22)
+#define LN_REQ_RANGES				(1u << 23)
+#define LN_REQ_ENTRIES				(1u << 24)
+#define LN_REQ_OPERATIONS			(1u << 25)
 
 #define LN_REQ_LIST (LN_REQ_ID | LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT)
+
+/* The members each operation that can stand in a batch knows. */
+#define LN_REQ_DECLARE_TABLE \
+	(LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_PROPERTIES | LN_REQ_VEND_CREDENTIALS)
+#define LN_REQ_CREATE_TABLE_VERSION \
+	(LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH | LN_REQ_MANIFEST_PATH | LN_REQ_MANIFEST_SIZE | \
+	 LN_REQ_E_TAG | LN_REQ_METADATA | LN_REQ_NAMING_SCHEME)
+#define LN_REQ_DELETE_TABLE_VERSIONS (LN_REQ_ID | LN_REQ_BRANCH | LN_REQ_RANGES)
+#define LN_REQ_DEREGISTER_TABLE LN_REQ_ID
+
+typedef struct LnVersionRange
+{
+	int64		start_version;	/* inclusive */
+	int64		end_version;	/* exclusive; negative: through the latest */
+} LnVersionRange;
+
+/* The four operations a BatchCommitTables element can hold. */
+typedef enum LnCommitKind
+{
+	LN_COMMIT_DECLARE_TABLE,
+	LN_COMMIT_CREATE_TABLE_VERSION,
+	LN_COMMIT_DELETE_TABLE_VERSIONS,
+	LN_COMMIT_DEREGISTER_TABLE
+} LnCommitKind;
+
+typedef struct LnCommitOperation LnCommitOperation;
 
 typedef struct LnRequest
 {
@@ -73,7 +109,38 @@ typedef struct LnRequest
 	int64		version;
 	char	   *delimiter;		/* defaults to "$" */
 	bool		vend_credentials;
+	char	   *branch;			/* NULL, "" and "main" all name main */
+	char	   *manifest_path;
+	int64		manifest_size;
+	char	   *e_tag;
+	LnMap		metadata;
+	char	   *naming_scheme;
+	bool		descending;
+	int			nranges;
+	LnVersionRange *ranges;
+	int			nentries;		/* BatchCreateTableVersions */
+	struct LnRequest *entries;
+	int			noperations;	/* BatchCommitTables */
+	LnCommitOperation *operations;
 } LnRequest;
+
+struct LnCommitOperation
+{
+	LnCommitKind kind;
+	LnRequest	request;
+};
+
+/* The spec's TableVersion. */
+typedef struct LnTableVersion
+{
+	int64		version;
+	char	   *manifest_path;
+	bool		has_manifest_size;
+	int64		manifest_size;
+	char	   *e_tag;			/* NULL: not sent */
+	int64		timestamp_millis;
+	LnMap		metadata;		/* sent when not empty */
+} LnTableVersion;
 
 /* The response members an operation fills; only members with a bit set are sent. */
 #define LN_RESP_PROPERTIES			(1u << 0)
@@ -87,6 +154,14 @@ typedef struct LnRequest
 #define LN_RESP_ID					(1u << 8)
 #define LN_RESP_TABLE				(1u << 9)
 #define LN_RESP_NAMESPACE			(1u << 10)
+#define LN_RESP_MANAGED_VERSIONING	(1u << 11)
+#define LN_RESP_VERSION				(1u << 12)	/* a TableVersion */
+#define LN_RESP_VERSIONS			(1u << 13)
+#define LN_RESP_DELETED_COUNT		(1u << 14)
+#define LN_RESP_RESULTS				(1u << 15)
+#define LN_RESP_VERSION_NUMBER		(1u << 16)	/* DescribeTable's integer "version" */
+
+typedef struct LnCommitResult LnCommitResult;
 
 typedef struct LnResponse
 {
@@ -102,7 +177,21 @@ typedef struct LnResponse
 	LnId		id;
 	char	   *table;
 	LnId		namespace_id;
+	bool		managed_versioning;
+	LnTableVersion version;
+	int			nversions;
+	LnTableVersion *versions;
+	int64		deleted_count;
+	int64		version_number;
+	int			nresults;
+	LnCommitResult *results;
 } LnResponse;
+
+struct LnCommitResult
+{
+	LnCommitKind kind;
+	LnResponse	response;
+};
 
 typedef void (*LnOperation) (const LnRequest *req, LnResponse *resp);
 
@@ -111,5 +200,6 @@ extern Datum ln_run_operation(FunctionCallInfo fcinfo, LnOperation op, uint32 kn
 
 /* lance_namespace.c: settings */
 extern char *ln_root_location;
+extern char *ln_local_roots;
 
 #endif							/* LANCE_NAMESPACE_H */

@@ -14,7 +14,9 @@
 #include "error.h"
 #include "location.h"
 #include "objects.h"
+#include "operations.h"
 #include "request.h"
+#include "storage.h"
 
 typedef enum RegisterMode
 {
@@ -43,14 +45,20 @@ raise_name_taken(const LnId *id, const CatalogObject *existing)
 			 ln_id_string(id, id->len));
 }
 
-/* Fill the members every answer about one table carries. */
+/*
+ * Fill the members every answer about one table carries.  A Lance writer
+ * commits through the catalog only when managed_versioning is true, which
+ * it is for tables whose manifests the catalog can write.
+ */
 static void
 describe_table_entry(const CatalogObject *table, LnResponse *resp)
 {
-	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES;
+	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES |
+		LN_RESP_MANAGED_VERSIONING;
 	resp->location = table->location;
 	resp->storage_options = ln_empty_map();
 	resp->properties = table->properties;
+	resp->managed_versioning = storage_is_managed(table->location);
 }
 
 static void
@@ -140,8 +148,8 @@ derive_location(const LnRequest *req, const LocationBase *base)
 	return location_for_new_table(root, &below, table_name_of(req));
 }
 
-static void
-declare_table(const LnRequest *req, LnResponse *resp)
+void
+op_declare_table(const LnRequest *req, LnResponse *resp)
 {
 	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	CatalogObject ns;
@@ -202,14 +210,6 @@ register_table(const LnRequest *req, LnResponse *resp)
 }
 
 static void
-refuse_versions(const LnRequest *req)
-{
-	if (req->present & LN_REQ_VERSION)
-		ln_error(LN_TABLE_VERSION_NOT_FOUND, "version " INT64_FORMAT " of table \"%s\" does not exist",
-				 req->version, ln_id_string(&req->id, req->id.len));
-}
-
-static void
 describe_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject ns;
@@ -217,9 +217,15 @@ describe_table(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
-	refuse_versions(req);
-
 	describe_table_entry(&table, resp);
+	if (req->present & LN_REQ_VERSION)
+	{
+		LnTableVersion version;
+
+		versions_get(req, table.id, &version);
+		resp->fields |= LN_RESP_VERSION_NUMBER;
+		resp->version_number = version.version;
+	}
 	if (req->with_table_uri)
 	{
 		resp->fields |= LN_RESP_TABLE_URI;
@@ -247,13 +253,18 @@ table_exists(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
-	refuse_versions(req);
+	if (req->present & LN_REQ_VERSION)
+	{
+		LnTableVersion version;
+
+		versions_get(req, table.id, &version);
+	}
 	resp->fields = 0;			/* exists: an empty answer */
 }
 
 /* DeregisterTable and, until data removal exists, DropTable: the entry goes, the data stays. */
-static void
-deregister_table(const LnRequest *req, LnResponse *resp)
+void
+op_deregister_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject ns;
 	CatalogObject table;
@@ -318,9 +329,7 @@ PG_FUNCTION_INFO_V1(lance_declare_table);
 Datum
 lance_declare_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, declare_table,
-							LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_PROPERTIES |
-							LN_REQ_VEND_CREDENTIALS);
+	return ln_run_operation(fcinfo, op_declare_table, LN_REQ_DECLARE_TABLE);
 }
 
 PG_FUNCTION_INFO_V1(lance_register_table);
@@ -336,7 +345,7 @@ Datum
 lance_describe_table(PG_FUNCTION_ARGS)
 {
 	return ln_run_operation(fcinfo, describe_table,
-							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_WITH_TABLE_URI |
+							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH | LN_REQ_WITH_TABLE_URI |
 							LN_REQ_CHECK_DECLARED | LN_REQ_LOAD_DETAILED |
 							LN_REQ_VEND_CREDENTIALS);
 }
@@ -345,21 +354,21 @@ PG_FUNCTION_INFO_V1(lance_table_exists);
 Datum
 lance_table_exists(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, table_exists, LN_REQ_ID | LN_REQ_VERSION);
+	return ln_run_operation(fcinfo, table_exists, LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH);
 }
 
 PG_FUNCTION_INFO_V1(lance_deregister_table);
 Datum
 lance_deregister_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, deregister_table, LN_REQ_ID);
+	return ln_run_operation(fcinfo, op_deregister_table, LN_REQ_DEREGISTER_TABLE);
 }
 
 PG_FUNCTION_INFO_V1(lance_drop_table);
 Datum
 lance_drop_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, deregister_table, LN_REQ_ID);
+	return ln_run_operation(fcinfo, op_deregister_table, LN_REQ_DEREGISTER_TABLE);
 }
 
 PG_FUNCTION_INFO_V1(lance_rename_table);

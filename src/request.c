@@ -36,6 +36,7 @@ ln_run_operation(FunctionCallInfo fcinfo, LnOperation op, uint32 known_fields)
 	LnResponse	resp;
 	Jsonb	   *result = NULL;
 
+	ln_error_set_element(NULL);
 	PG_TRY();
 	{
 		if (PG_ARGISNULL(0))

@@ -1,0 +1,395 @@
+/*
+ * ops_version.c
+ *		Table version operations: ListTableVersions, CreateTableVersion,
+ *		DescribeTableVersion, BatchDeleteTableVersions,
+ *		BatchCreateTableVersions.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "catalog.h"
+#include "error.h"
+#include "objects.h"
+#include "operations.h"
+#include "request.h"
+#include "storage.h"
+
+typedef enum NamingScheme
+{
+	NAMING_V1,
+	NAMING_V2
+} NamingScheme;
+
+static const LnEnumValue naming_schemes[] = {
+	{"V1", NAMING_V1},
+	{"V2", NAMING_V2},
+	{NULL, 0}
+};
+
+/* One entry of a version create, with what resolving it found. */
+typedef struct VersionEntry
+{
+	const LnRequest *req;
+	int			index;			/* in the request */
+	int64		parent_id;
+	int64		table_id;
+	char	   *location;
+	bool		declared;
+	NamingScheme scheme;
+	ManifestCopy copy;
+	bool		managed;
+} VersionEntry;
+
+/*
+ * The catalog's branch key for a request's branch: absent, "" and "main" are
+ * main (""); named branches come with branch support, until then they do
+ * not exist.
+ */
+static const char *
+branch_key(const LnRequest *req)
+{
+	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
+		return "";
+	ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
+			 req->branch, ln_id_string(&req->id, req->id.len));
+}
+
+/* Order of list-form ids: name by name, a prefix first. */
+int
+ln_compare_ids(const LnId *a, const LnId *b)
+{
+	for (int i = 0; i < a->len && i < b->len; i++)
+	{
+		int			c = strcmp(a->names[i], b->names[i]);
+
+		if (c != 0)
+			return c;
+	}
+	return a->len - b->len;
+}
+
+/* The canonical order in which a batch takes its keys: table, then version. */
+static int
+compare_entries(const void *a, const void *b)
+{
+	const VersionEntry *x = (const VersionEntry *) a;
+	const VersionEntry *y = (const VersionEntry *) b;
+	int			c = ln_compare_ids(&x->req->id, &y->req->id);
+
+	if (c != 0)
+		return c;
+	if (x->req->version != y->req->version)
+		return x->req->version < y->req->version ? -1 : 1;
+	return x->index - y->index;
+}
+
+/* True if tables a and b are in the same namespace. */
+static bool
+same_namespace(const LnId *a, const LnId *b)
+{
+	if (a->len != b->len)
+		return false;
+	for (int i = 0; i < a->len - 1; i++)
+		if (strcmp(a->names[i], b->names[i]) != 0)
+			return false;
+	return true;
+}
+
+static void
+name_element(bool name_elements, int index)
+{
+	if (name_elements)
+		ln_error_set_element(psprintf("entries[%d]", index));
+}
+
+/*
+ * Create versions, all or none: the core of CreateTableVersion,
+ * BatchCreateTableVersions and BatchCommitTables.  Keys are taken in one
+ * canonical order (table id, then version), so that two batches over the
+ * same tables never wait for each other in a cycle, and inserted in one
+ * statement.  For tables whose versions the catalog manages, every staging
+ * manifest is checked before anything is written, and materialized once
+ * the version's key is held.  out[i] answers entries[i].
+ */
+void
+versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVersion *out)
+{
+	VersionEntry *e = palloc0(sizeof(VersionEntry) * (n + 1));
+	int64	   *parent_ids = palloc(sizeof(int64) * (n + 1));
+	char	  **names = palloc(sizeof(char *) * (n + 1));
+	int64	   *table_ids = palloc(sizeof(int64) * (n + 1));
+	char	  **locations = palloc0(sizeof(char *) * (n + 1));
+	bool	   *declared = palloc0(sizeof(bool) * (n + 1));
+	CatalogVersionInsert *rows = palloc0(sizeof(CatalogVersionInsert) * (n + 1));
+	bool	   *inserted = palloc(sizeof(bool) * (n + 1));
+	int64	   *newly_with_data = palloc(sizeof(int64) * (n + 1));
+	int			nnewly = 0;
+
+	/* check each entry, and find its namespace */
+	for (int i = 0; i < n; i++)
+	{
+		const LnRequest *req = &entries[i];
+		CatalogObject ns;
+
+		name_element(name_elements, i);
+		e[i].req = req;
+		e[i].index = i;
+		ln_require_table_id(req);
+		if ((req->present & LN_REQ_VERSION) == 0)
+			ln_error(LN_INVALID_INPUT, "field \"version\" is required");
+		if (req->manifest_path == NULL)
+			ln_error(LN_INVALID_INPUT, "field \"manifest_path\" is required");
+		e[i].scheme = ln_parse_enum(req->naming_scheme, "naming_scheme", naming_schemes, NAMING_V2);
+		(void) branch_key(req);
+
+		/* entries of one batch mostly share namespaces: reuse what an earlier one found */
+		e[i].parent_id = -1;
+		for (int j = 0; j < i && e[i].parent_id < 0; j++)
+			if (same_namespace(&req->id, &e[j].req->id))
+				e[i].parent_id = e[j].parent_id;
+		if (e[i].parent_id < 0)
+		{
+			objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
+			e[i].parent_id = ns.id;
+		}
+	}
+
+	qsort(e, n, sizeof(VersionEntry), compare_entries);
+
+	/* find every table in one statement */
+	for (int i = 0; i < n; i++)
+	{
+		parent_ids[i] = e[i].parent_id;
+		names[i] = e[i].req->id.names[e[i].req->id.len - 1];
+	}
+	catalog_lookup_tables(n, parent_ids, names, table_ids, locations, declared);
+	for (int i = 0; i < n; i++)
+	{
+		const LnRequest *req = e[i].req;
+
+		name_element(name_elements, e[i].index);
+		if (table_ids[i] == 0)
+			ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+					 ln_id_string(&req->id, req->id.len));
+		e[i].table_id = table_ids[i];
+		e[i].location = locations[i];
+		e[i].declared = declared[i];
+		e[i].managed = storage_is_managed(locations[i]);
+
+		rows[i].table_id = table_ids[i];
+		rows[i].branch = (char *) branch_key(req);
+		rows[i].naming_scheme = e[i].scheme == NAMING_V1 ? "V1" : "V2";
+		rows[i].version.version = req->version;
+		rows[i].version.manifest_path = req->manifest_path;
+		rows[i].version.has_manifest_size = (req->present & LN_REQ_MANIFEST_SIZE) != 0;
+		rows[i].version.manifest_size = req->manifest_size;
+		rows[i].version.e_tag = req->e_tag;
+		rows[i].version.metadata = (req->present & LN_REQ_METADATA) ? req->metadata
+			: ln_empty_map();
+
+		if (e[i].managed)
+		{
+			storage_check_manifest(e[i].location, NULL, req->version, e[i].scheme == NAMING_V1,
+								   req->manifest_path, &e[i].copy);
+			rows[i].version.manifest_path = e[i].copy.final_path;
+			rows[i].version.has_manifest_size = true;
+			rows[i].version.manifest_size = e[i].copy.size;
+		}
+	}
+
+	catalog_insert_versions(n, rows, inserted);
+	{
+		/* report the first entry in request order whose key was taken */
+		int			first = -1;
+
+		for (int i = 0; i < n; i++)
+			if (!inserted[i] && (first < 0 || e[i].index < e[first].index))
+				first = i;
+		if (first >= 0)
+		{
+			name_element(name_elements, e[first].index);
+			ln_error(LN_CONCURRENT_MODIFICATION,
+					 "version " INT64_FORMAT " of table \"%s\" already exists",
+					 e[first].req->version, ln_id_string(&e[first].req->id, e[first].req->id.len));
+		}
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		if (e[i].declared)
+		{
+			newly_with_data[nnewly++] = e[i].table_id;
+			for (int j = i + 1; j < n; j++)
+				if (e[j].table_id == e[i].table_id)
+					e[j].declared = false;
+		}
+	}
+	if (nnewly > 0)
+		catalog_mark_tables_with_data(nnewly, newly_with_data);
+
+	for (int i = 0; i < n; i++)
+	{
+		if (e[i].managed)
+		{
+			name_element(name_elements, e[i].index);
+			storage_materialize_manifest(&e[i].copy);
+		}
+		out[e[i].index] = rows[i].version;
+	}
+	ln_error_set_element(NULL);
+}
+
+void
+op_create_table_version(const LnRequest *req, LnResponse *resp)
+{
+	versions_create(req, 1, false, &resp->version);
+	resp->fields = LN_RESP_VERSION;
+}
+
+static void
+batch_create_table_versions(const LnRequest *req, LnResponse *resp)
+{
+	if ((req->present & LN_REQ_ENTRIES) == 0)
+		ln_error(LN_INVALID_INPUT, "field \"entries\" is required");
+	resp->fields = LN_RESP_VERSIONS;
+	resp->nversions = req->nentries;
+	resp->versions = palloc0(sizeof(LnTableVersion) * (req->nentries + 1));
+	versions_create(req->entries, req->nentries, true, resp->versions);
+}
+
+static void
+get_table(const LnRequest *req, CatalogObject *table)
+{
+	CatalogObject ns;
+
+	ln_require_table_id(req);
+	objects_get_table(&req->id, false, &ns, table);
+}
+
+/*
+ * ListTableVersions.  The page token is the last version sent, and a full
+ * page carries one, so that `{"descending": true, "limit": 1}`, Lance's
+ * look-up of the latest version, reads one row and no more.
+ */
+static void
+list_table_versions(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject table;
+	int			limit = ln_page_limit(req);
+	int64		after = req->descending ? PG_INT64_MAX : -1;
+	const char *branch;
+
+	get_table(req, &table);
+	branch = branch_key(req);
+	if (req->page_token != NULL && req->page_token[0] != '\0')
+	{
+		char	   *end;
+
+		errno = 0;
+		after = strtoi64(req->page_token, &end, 10);
+		if (errno != 0 || *end != '\0' || after < 0)
+			ln_error(LN_INVALID_INPUT, "field \"page_token\" is not a token this catalog returned");
+	}
+
+	resp->fields = LN_RESP_VERSIONS;
+	if (limit > 0)
+		resp->nversions = catalog_list_versions(table.id, branch, req->descending, after, limit,
+												&resp->versions);
+	if (limit > 0 && resp->nversions == limit)
+	{
+		resp->fields |= LN_RESP_PAGE_TOKEN;
+		resp->page_token = psprintf(INT64_FORMAT, resp->versions[limit - 1].version);
+	}
+}
+
+/* The requested version of a table, or its latest; LN011 if there is none. */
+void
+versions_get(const LnRequest *req, int64 table_id, LnTableVersion *out)
+{
+	const char *branch = branch_key(req);
+	LnTableVersion *latest;
+
+	if (req->present & LN_REQ_VERSION)
+	{
+		if (!catalog_get_version(table_id, branch, req->version, out))
+			ln_error(LN_TABLE_VERSION_NOT_FOUND, "version " INT64_FORMAT " of table \"%s\" does not exist",
+					 req->version, ln_id_string(&req->id, req->id.len));
+		return;
+	}
+	if (catalog_list_versions(table_id, branch, true, PG_INT64_MAX, 1, &latest) == 0)
+		ln_error(LN_TABLE_VERSION_NOT_FOUND, "table \"%s\" has no versions",
+				 ln_id_string(&req->id, req->id.len));
+	*out = latest[0];
+}
+
+static void
+describe_table_version(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject table;
+
+	get_table(req, &table);
+	versions_get(req, table.id, &resp->version);
+	resp->fields = LN_RESP_VERSION;
+}
+
+/* BatchDeleteTableVersions: ranges are start-inclusive, end-exclusive; end -1 runs through the latest. */
+void
+op_delete_table_versions(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject table;
+	const char *branch;
+
+	get_table(req, &table);
+	branch = branch_key(req);
+	if ((req->present & LN_REQ_RANGES) == 0)
+		ln_error(LN_INVALID_INPUT, "field \"ranges\" is required");
+
+	resp->fields = LN_RESP_DELETED_COUNT;
+	for (int i = 0; i < req->nranges; i++)
+	{
+		const LnVersionRange *r = &req->ranges[i];
+		int64		last = r->end_version < 0 ? PG_INT64_MAX : r->end_version - 1;
+
+		if (last >= r->start_version)
+			resp->deleted_count += catalog_delete_versions(table.id, branch, r->start_version,
+														   last);
+	}
+}
+
+PG_FUNCTION_INFO_V1(lance_list_table_versions);
+Datum
+lance_list_table_versions(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, list_table_versions,
+							LN_REQ_LIST | LN_REQ_BRANCH | LN_REQ_DESCENDING);
+}
+
+PG_FUNCTION_INFO_V1(lance_create_table_version);
+Datum
+lance_create_table_version(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, op_create_table_version, LN_REQ_CREATE_TABLE_VERSION);
+}
+
+PG_FUNCTION_INFO_V1(lance_describe_table_version);
+Datum
+lance_describe_table_version(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, describe_table_version,
+							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH);
+}
+
+PG_FUNCTION_INFO_V1(lance_batch_delete_table_versions);
+Datum
+lance_batch_delete_table_versions(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, op_delete_table_versions, LN_REQ_DELETE_TABLE_VERSIONS);
+}
+
+PG_FUNCTION_INFO_V1(lance_batch_create_table_versions);
+Datum
+lance_batch_create_table_versions(PG_FUNCTION_ARGS)
+{
+	return ln_run_operation(fcinfo, batch_create_table_versions, LN_REQ_ENTRIES);
+}

@@ -1,0 +1,28 @@
+/*
+ * storage.h
+ *		Manifests on local storage, for tables whose versions the catalog
+ *		manages: path safety, materializing a staged manifest at its final
+ *		name, and undoing that when the transaction rolls back.
+ */
+#ifndef LN_STORAGE_H
+#define LN_STORAGE_H
+
+#include "lance_namespace.h"
+
+/* A staged manifest checked and ready to be materialized. */
+typedef struct ManifestCopy
+{
+	char	   *staging_file;	/* file system path of the staging manifest */
+	char	   *final_file;		/* file system path of the final manifest */
+	char	   *final_path;		/* the final path in the form the client sent */
+	int64		size;
+	bool		already_final;	/* the client sent the final name itself */
+} ManifestCopy;
+
+extern void storage_init(void);
+extern bool storage_is_managed(const char *location);
+extern void storage_check_manifest(const char *location, const char *branch, int64 version,
+								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+extern void storage_materialize_manifest(const ManifestCopy *copy);
+
+#endif							/* LN_STORAGE_H */
