@@ -20,9 +20,9 @@ OBJS = \
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = namespace namespace_errors table table_errors pagination transaction
+REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed
 REGRESS_OPTS = --load-extension=$(EXTENSION)
-ISOLATION = concurrent_create concurrent_drop
+ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename
 ISOLATION_OPTS = --load-extension=$(EXTENSION)
 
 SHLIB_LINK += -ljson-c
