@@ -35,3 +35,8 @@ PG_CFLAGS += -Wall -Wextra
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# Format the C sources with the committed .clang-format.
+.PHONY: format
+format:
+	clang-format -i src/*.c src/*.h

@@ -45,8 +45,8 @@ typedef enum CatalogStatement
 typedef struct StatementDef
 {
 	const char *sql;
-	int			nargs;
-	Oid			argtypes[12];
+	int nargs;
+	Oid argtypes[12];
 } StatementDef;
 
 /*
@@ -54,156 +54,149 @@ typedef struct StatementDef
  * builds the stored jsonb, and a flattened two-dimensional array of
  * [key, value] pairs reads it back, so that no JSON is handled here.
  */
-#define OBJECT_COLUMNS \
-	"id, kind = 'table', name, location, coalesce(declared, false), " \
+#define OBJECT_COLUMNS                                                                             \
+	"id, kind = 'table', name, location, coalesce(declared, false), "                              \
 	"ARRAY(SELECT ARRAY[key, value] FROM jsonb_each_text(properties))"
 
-#define TABLE_PATH \
-	"(WITH RECURSIVE up(parent_id, names) AS (" \
-	"   SELECT p.parent_id, ARRAY[p.name]" \
-	"   UNION ALL" \
-	"   SELECT o.parent_id, o.name || up.names" \
-	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id" \
-	"    WHERE up.parent_id <> 0)" \
+#define TABLE_PATH                                                                                 \
+	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
+	"   SELECT p.parent_id, ARRAY[p.name]"                                                         \
+	"   UNION ALL"                                                                                 \
+	"   SELECT o.parent_id, o.name || up.names"                                                    \
+	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
+	"    WHERE up.parent_id <> 0)"                                                                 \
 	" SELECT names FROM up WHERE up.parent_id = 0)"
 
-#define VERSION_COLUMNS \
-	"version, manifest_path, manifest_size, e_tag, " \
-	"(extract(epoch FROM created_at) * 1000)::bigint, " \
+#define VERSION_COLUMNS                                                                            \
+	"version, manifest_path, manifest_size, e_tag, "                                               \
+	"(extract(epoch FROM created_at) * 1000)::bigint, "                                            \
 	"ARRAY(SELECT ARRAY[key, value] FROM jsonb_each_text(metadata))"
 
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
-	[STMT_LOOKUP_CHILD] = {
-		"SELECT " OBJECT_COLUMNS " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2",
-		2, {INT8OID, TEXTOID}
-	},
-	[STMT_LOOKUP_CHILD_FOR_UPDATE] = {
-		"SELECT " OBJECT_COLUMNS " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2"
-		" FOR UPDATE",
-		2, {INT8OID, TEXTOID}
-	},
-	[STMT_INSERT_OBJECT] = {
-		"INSERT INTO lance_catalog.object (parent_id, kind, name, properties, location, declared)"
-		" VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, jsonb_object($4, $5),"
-		"         $6, $7)"
-		" ON CONFLICT (parent_id, name) DO NOTHING RETURNING id",
-		7, {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID}
-	},
-	[STMT_SET_PROPERTIES] = {
-		"UPDATE lance_catalog.object SET properties = jsonb_object($2, $3) WHERE id = $1",
-		3, {INT8OID, TEXTARRAYOID, TEXTARRAYOID}
-	},
-	[STMT_REREGISTER_TABLE] = {
-		"UPDATE lance_catalog.object"
-		"   SET location = $2, properties = jsonb_object($3, $4), declared = false"
-		" WHERE id = $1",
-		4, {INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}
-	},
-	[STMT_HAS_CHILDREN] = {
-		"SELECT EXISTS (SELECT FROM lance_catalog.object WHERE parent_id = $1)",
-		1, {INT8OID}
-	},
-	[STMT_DELETE_OBJECT] = {
-		"DELETE FROM lance_catalog.object WHERE id = $1",
-		1, {INT8OID}
-	},
-	[STMT_DELETE_SUBTREE] = {
-		/* one statement, so that the parent key checks see the whole subtree gone */
-		"WITH RECURSIVE subtree(id) AS ("
-		"   SELECT $1::bigint"
-		"   UNION ALL"
-		"   SELECT o.id FROM lance_catalog.object o JOIN subtree s ON o.parent_id = s.id)"
-		" DELETE FROM lance_catalog.object WHERE id IN (SELECT id FROM subtree)",
-		1, {INT8OID}
-	},
-	[STMT_MOVE_OBJECT] = {
-		"UPDATE lance_catalog.object SET parent_id = $2, name = $3 WHERE id = $1",
-		3, {INT8OID, INT8OID, TEXTOID}
-	},
-	[STMT_LIST_CHILDREN] = {
-		"SELECT name FROM lance_catalog.object"
-		" WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"
-		"   AND name > $3"
-		" ORDER BY name LIMIT $4",
-		4, {INT8OID, BOOLOID, TEXTOID, INT4OID}
-	},
-	[STMT_LIST_TABLES_WITH_DATA] = {
-		"SELECT name FROM lance_catalog.object"
-		" WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2"
-		" ORDER BY name LIMIT $3",
-		3, {INT8OID, TEXTOID, INT4OID}
-	},
-	[STMT_LIST_ALL_TABLES] = {
-		"SELECT p.id, " TABLE_PATH " FROM ("
-		"   SELECT id, parent_id, name FROM lance_catalog.object"
-		"    WHERE kind = 'table' AND id > $1 ORDER BY id LIMIT $2) p"
-		" ORDER BY p.id",
-		2, {INT8OID, INT4OID}
-	},
-	[STMT_LIST_ALL_TABLES_WITH_DATA] = {
-		"SELECT p.id, " TABLE_PATH " FROM ("
-		"   SELECT id, parent_id, name FROM lance_catalog.object"
-		"    WHERE kind = 'table' AND NOT declared AND id > $1 ORDER BY id LIMIT $2) p"
-		" ORDER BY p.id",
-		2, {INT8OID, INT4OID}
-	},
-	[STMT_LOOKUP_TABLES] = {
-		"SELECT e.ord, o.id, o.location, o.declared"
-		"  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS e(parent_id, name, ord)"
-		"  JOIN lance_catalog.object o ON o.parent_id = e.parent_id AND o.name = e.name"
-		" WHERE o.kind = 'table'",
-		2, {INT8ARRAYOID, TEXTARRAYOID}
-	},
-	[STMT_INSERT_VERSIONS] = {
-		/*
-		 * One statement for a whole batch, inserting in the given order; a
-		 * key that exists is skipped and missing from RETURNING.  Metadata
-		 * comes as (entry, key, value) triples.
-		 */
-		"INSERT INTO lance_catalog.version"
-		"       (table_id, branch, version, manifest_path, manifest_size, e_tag, naming_scheme,"
-		"        metadata)"
-		" SELECT e.table_id, e.branch, e.version, e.manifest_path, e.manifest_size, e.e_tag,"
-		"        e.naming_scheme,"
-		"        coalesce((SELECT jsonb_object_agg(m.key, m.value)"
-		"                    FROM unnest($8::int8[], $9::text[], $10::text[]) AS m(entry, key, value)"
-		"                   WHERE m.entry = e.ord), '{}')"
-		"   FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[],"
-		"               $7::text[]) WITH ORDINALITY"
-		"        AS e(table_id, branch, version, manifest_path, manifest_size, e_tag, naming_scheme,"
-		"             ord)"
-		"  ORDER BY e.ord"
-		" ON CONFLICT DO NOTHING"
-		" RETURNING table_id, branch, version, (extract(epoch FROM created_at) * 1000)::bigint",
-		10, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
-	},
-	[STMT_MARK_TABLES_WITH_DATA] = {
-		"UPDATE lance_catalog.object SET declared = false WHERE id = ANY($1) AND declared",
-		1, {INT8ARRAYOID}
-	},
-	[STMT_LIST_VERSIONS] = {
-		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
-		" WHERE table_id = $1 AND branch = $2 AND version > $3"
-		" ORDER BY version LIMIT $4",
-		4, {INT8OID, TEXTOID, INT8OID, INT4OID}
-	},
-	[STMT_LIST_VERSIONS_DESCENDING] = {
-		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
-		" WHERE table_id = $1 AND branch = $2 AND version < $3"
-		" ORDER BY version DESC LIMIT $4",
-		4, {INT8OID, TEXTOID, INT8OID, INT4OID}
-	},
-	[STMT_GET_VERSION] = {
-		"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
-		" WHERE table_id = $1 AND branch = $2 AND version = $3",
-		3, {INT8OID, TEXTOID, INT8OID}
-	},
-	[STMT_DELETE_VERSIONS] = {
-		"DELETE FROM lance_catalog.version"
-		" WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
-		4, {INT8OID, TEXTOID, INT8OID, INT8OID}
-	},
+	[STMT_LOOKUP_CHILD] = {"SELECT " OBJECT_COLUMNS
+						   " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2",
+						   2,
+						   {INT8OID, TEXTOID}},
+	[STMT_LOOKUP_CHILD_FOR_UPDATE] =
+		{"SELECT " OBJECT_COLUMNS " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2"
+		 " FOR UPDATE",
+		 2,
+		 {INT8OID, TEXTOID}},
+	[STMT_INSERT_OBJECT] =
+		{"INSERT INTO lance_catalog.object (parent_id, kind, name, properties, location, declared)"
+		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, jsonb_object($4, $5),"
+		 "         $6, $7)"
+		 " ON CONFLICT (parent_id, name) DO NOTHING RETURNING id",
+		 7,
+		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID}},
+	[STMT_SET_PROPERTIES] =
+		{"UPDATE lance_catalog.object SET properties = jsonb_object($2, $3) WHERE id = $1",
+		 3,
+		 {INT8OID, TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_REREGISTER_TABLE] =
+		{"UPDATE lance_catalog.object"
+		 "   SET location = $2, properties = jsonb_object($3, $4), declared = false"
+		 " WHERE id = $1",
+		 4,
+		 {INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_HAS_CHILDREN] = {"SELECT EXISTS (SELECT FROM lance_catalog.object WHERE parent_id = $1)",
+						   1,
+						   {INT8OID}},
+	[STMT_DELETE_OBJECT] = {"DELETE FROM lance_catalog.object WHERE id = $1", 1, {INT8OID}},
+	[STMT_DELETE_SUBTREE] =
+		{/* one statement, so that the parent key checks see the whole subtree gone */
+		 "WITH RECURSIVE subtree(id) AS ("
+		 "   SELECT $1::bigint"
+		 "   UNION ALL"
+		 "   SELECT o.id FROM lance_catalog.object o JOIN subtree s ON o.parent_id = s.id)"
+		 " DELETE FROM lance_catalog.object WHERE id IN (SELECT id FROM subtree)",
+		 1,
+		 {INT8OID}},
+	[STMT_MOVE_OBJECT] = {"UPDATE lance_catalog.object SET parent_id = $2, name = $3 WHERE id = $1",
+						  3,
+						  {INT8OID, INT8OID, TEXTOID}},
+	[STMT_LIST_CHILDREN] =
+		{"SELECT name FROM lance_catalog.object"
+		 " WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"
+		 "   AND name > $3"
+		 " ORDER BY name LIMIT $4",
+		 4,
+		 {INT8OID, BOOLOID, TEXTOID, INT4OID}},
+	[STMT_LIST_TABLES_WITH_DATA] =
+		{"SELECT name FROM lance_catalog.object"
+		 " WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2"
+		 " ORDER BY name LIMIT $3",
+		 3,
+		 {INT8OID, TEXTOID, INT4OID}},
+	[STMT_LIST_ALL_TABLES] = {"SELECT p.id, " TABLE_PATH " FROM ("
+							  "   SELECT id, parent_id, name FROM lance_catalog.object"
+							  "    WHERE kind = 'table' AND id > $1 ORDER BY id LIMIT $2) p"
+							  " ORDER BY p.id",
+							  2,
+							  {INT8OID, INT4OID}},
+	[STMT_LIST_ALL_TABLES_WITH_DATA] =
+		{"SELECT p.id, " TABLE_PATH " FROM ("
+		 "   SELECT id, parent_id, name FROM lance_catalog.object"
+		 "    WHERE kind = 'table' AND NOT declared AND id > $1 ORDER BY id LIMIT $2) p"
+		 " ORDER BY p.id",
+		 2,
+		 {INT8OID, INT4OID}},
+	[STMT_LOOKUP_TABLES] =
+		{"SELECT e.ord, o.id, o.location, o.declared"
+		 "  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS e(parent_id, name, ord)"
+		 "  JOIN lance_catalog.object o ON o.parent_id = e.parent_id AND o.name = e.name"
+		 " WHERE o.kind = 'table'",
+		 2,
+		 {INT8ARRAYOID, TEXTARRAYOID}},
+	[STMT_INSERT_VERSIONS] =
+		{/*
+		  * One statement for a whole batch, inserting in the given order; a
+		  * key that exists is skipped and missing from RETURNING.  Metadata
+		  * comes as (entry, key, value) triples.
+		  */
+		 "INSERT INTO lance_catalog.version"
+		 "       (table_id, branch, version, manifest_path, manifest_size, e_tag, naming_scheme,"
+		 "        metadata)"
+		 " SELECT e.table_id, e.branch, e.version, e.manifest_path, e.manifest_size, e.e_tag,"
+		 "        e.naming_scheme,"
+		 "        coalesce((SELECT jsonb_object_agg(m.key, m.value)"
+		 "                    FROM unnest($8::int8[], $9::text[], $10::text[]) AS m(entry, key, "
+		 "value)"
+		 "                   WHERE m.entry = e.ord), '{}')"
+		 "   FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[],"
+		 "               $7::text[]) WITH ORDINALITY"
+		 "        AS e(table_id, branch, version, manifest_path, manifest_size, e_tag, "
+		 "naming_scheme,"
+		 "             ord)"
+		 "  ORDER BY e.ord"
+		 " ON CONFLICT DO NOTHING"
+		 " RETURNING table_id, branch, version, (extract(epoch FROM created_at) * 1000)::bigint",
+		 10,
+		 {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID,
+		  TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_MARK_TABLES_WITH_DATA] =
+		{"UPDATE lance_catalog.object SET declared = false WHERE id = ANY($1) AND declared",
+		 1,
+		 {INT8ARRAYOID}},
+	[STMT_LIST_VERSIONS] = {"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+							" WHERE table_id = $1 AND branch = $2 AND version > $3"
+							" ORDER BY version LIMIT $4",
+							4,
+							{INT8OID, TEXTOID, INT8OID, INT4OID}},
+	[STMT_LIST_VERSIONS_DESCENDING] = {"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+									   " WHERE table_id = $1 AND branch = $2 AND version < $3"
+									   " ORDER BY version DESC LIMIT $4",
+									   4,
+									   {INT8OID, TEXTOID, INT8OID, INT4OID}},
+	[STMT_GET_VERSION] = {"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+						  " WHERE table_id = $1 AND branch = $2 AND version = $3",
+						  3,
+						  {INT8OID, TEXTOID, INT8OID}},
+	[STMT_DELETE_VERSIONS] =
+		{"DELETE FROM lance_catalog.version"
+		 " WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
+		 4,
+		 {INT8OID, TEXTOID, INT8OID, INT8OID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -227,12 +220,12 @@ catalog_end(void)
 static int
 execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 {
-	int			rc;
+	int rc;
 
 	if (plans[stmt] == NULL)
 	{
 		const StatementDef *def = &statement_defs[stmt];
-		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+		SPIPlanPtr plan = SPI_prepare(def->sql, def->nargs, (Oid *)def->argtypes);
 
 		if (plan == NULL)
 			elog(ERROR, "could not prepare catalog statement %d: %s", stmt,
@@ -255,8 +248,8 @@ result_datum(int row, int col, bool *isnull)
 static char *
 result_text(int row, int col)
 {
-	bool		isnull;
-	Datum		d = result_datum(row, col, &isnull);
+	bool isnull;
+	Datum d = result_datum(row, col, &isnull);
 
 	if (isnull)
 		return NULL;
@@ -267,10 +260,10 @@ result_text(int row, int col)
 static int
 result_text_array(int row, int col, char ***strings)
 {
-	bool		isnull;
-	Datum		d = result_datum(row, col, &isnull);
-	Datum	   *elems;
-	int			n;
+	bool isnull;
+	Datum d = result_datum(row, col, &isnull);
+	Datum *elems;
+	int n;
 
 	*strings = NULL;
 	if (isnull)
@@ -285,7 +278,7 @@ result_text_array(int row, int col, char ***strings)
 static Datum
 text_array_datum(char **strings, int n)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * (n + 1));
+	Datum *elems = palloc(sizeof(Datum) * (n + 1));
 
 	for (int i = 0; i < n; i++)
 		elems[i] = CStringGetTextDatum(strings[i]);
@@ -296,22 +289,22 @@ text_array_datum(char **strings, int n)
 static Datum
 nullable_array_datum(Datum *elems, bool *nulls, int n, Oid elemtype)
 {
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
+	int dims[1] = {n};
+	int lbs[1] = {1};
+	int16 typlen;
+	bool typbyval;
+	char typalign;
 
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, elemtype, typlen,
-											  typbyval, typalign));
+	return PointerGetDatum(
+		construct_md_array(elems, nulls, 1, dims, lbs, elemtype, typlen, typbyval, typalign));
 }
 
 static Datum
 nullable_text_array_datum(char **strings, int n)
 {
-	Datum	   *elems = palloc0(sizeof(Datum) * (n + 1));
-	bool	   *nulls = palloc0(sizeof(bool) * (n + 1));
+	Datum *elems = palloc0(sizeof(Datum) * (n + 1));
+	bool *nulls = palloc0(sizeof(bool) * (n + 1));
 
 	for (int i = 0; i < n; i++)
 	{
@@ -325,8 +318,8 @@ nullable_text_array_datum(char **strings, int n)
 static Datum
 int8_array_datum(const int64 *values, const bool *present, int n)
 {
-	Datum	   *elems = palloc0(sizeof(Datum) * (n + 1));
-	bool	   *nulls = palloc0(sizeof(bool) * (n + 1));
+	Datum *elems = palloc0(sizeof(Datum) * (n + 1));
+	bool *nulls = palloc0(sizeof(bool) * (n + 1));
 
 	for (int i = 0; i < n; i++)
 	{
@@ -340,16 +333,16 @@ static Datum
 text_datum_or_null(const char *s, char *null)
 {
 	*null = s ? ' ' : 'n';
-	return s ? CStringGetTextDatum(s) : (Datum) 0;
+	return s ? CStringGetTextDatum(s) : (Datum)0;
 }
 
 bool
 catalog_lookup_child(int64 parent_id, const char *name, bool for_update, CatalogObject *out)
 {
-	Datum		values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
-	bool		isnull;
-	char	  **pairs;
-	int			npairs;
+	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
+	bool isnull;
+	char **pairs;
+	int npairs;
 
 	execute(for_update ? STMT_LOOKUP_CHILD_FOR_UPDATE : STMT_LOOKUP_CHILD, values, NULL, 1);
 	if (SPI_processed == 0)
@@ -381,9 +374,9 @@ int64
 catalog_insert_object(int64 parent_id, bool is_table, const char *name, const LnMap *properties,
 					  const char *location, bool declared)
 {
-	Datum		values[7];
-	char		nulls[8] = "       ";
-	bool		isnull;
+	Datum values[7];
+	char nulls[8] = "       ";
+	bool isnull;
 
 	values[0] = Int64GetDatum(parent_id);
 	values[1] = BoolGetDatum(is_table);
@@ -404,7 +397,7 @@ catalog_insert_object(int64 parent_id, bool is_table, const char *name, const Ln
 void
 catalog_set_properties(int64 id, const LnMap *properties)
 {
-	Datum		values[3];
+	Datum values[3];
 
 	values[0] = Int64GetDatum(id);
 	values[1] = text_array_datum(properties->keys, properties->len);
@@ -416,7 +409,7 @@ catalog_set_properties(int64 id, const LnMap *properties)
 void
 catalog_reregister_table(int64 id, const char *location, const LnMap *properties)
 {
-	Datum		values[4];
+	Datum values[4];
 
 	values[0] = Int64GetDatum(id);
 	values[1] = CStringGetTextDatum(location);
@@ -428,8 +421,8 @@ catalog_reregister_table(int64 id, const char *location, const LnMap *properties
 bool
 catalog_has_children(int64 id)
 {
-	Datum		values[1] = {Int64GetDatum(id)};
-	bool		isnull;
+	Datum values[1] = {Int64GetDatum(id)};
+	bool isnull;
 
 	execute(STMT_HAS_CHILDREN, values, NULL, 1);
 	return DatumGetBool(result_datum(0, 1, &isnull));
@@ -438,7 +431,7 @@ catalog_has_children(int64 id)
 void
 catalog_delete_object(int64 id)
 {
-	Datum		values[1] = {Int64GetDatum(id)};
+	Datum values[1] = {Int64GetDatum(id)};
 
 	execute(STMT_DELETE_OBJECT, values, NULL, 0);
 }
@@ -447,7 +440,7 @@ catalog_delete_object(int64 id)
 void
 catalog_delete_subtree(int64 id)
 {
-	Datum		values[1] = {Int64GetDatum(id)};
+	Datum values[1] = {Int64GetDatum(id)};
 
 	execute(STMT_DELETE_SUBTREE, values, NULL, 0);
 }
@@ -455,8 +448,8 @@ catalog_delete_subtree(int64 id)
 void
 catalog_move_object(int64 id, int64 new_parent_id, const char *new_name)
 {
-	Datum		values[3] = {Int64GetDatum(id), Int64GetDatum(new_parent_id),
-	CStringGetTextDatum(new_name)};
+	Datum values[3] = {Int64GetDatum(id), Int64GetDatum(new_parent_id),
+					   CStringGetTextDatum(new_name)};
 
 	execute(STMT_MOVE_OBJECT, values, NULL, 0);
 }
@@ -469,24 +462,24 @@ int
 catalog_list_children(int64 parent_id, bool tables, bool include_declared, const char *after,
 					  int limit, char ***names)
 {
-	int			n;
+	int n;
 
 	if (tables && !include_declared)
 	{
-		Datum		values[3] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
-		Int32GetDatum(limit)};
+		Datum values[3] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
+						   Int32GetDatum(limit)};
 
 		execute(STMT_LIST_TABLES_WITH_DATA, values, NULL, 0);
 	}
 	else
 	{
-		Datum		values[4] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
-		CStringGetTextDatum(after), Int32GetDatum(limit)};
+		Datum values[4] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
+						   CStringGetTextDatum(after), Int32GetDatum(limit)};
 
 		execute(STMT_LIST_CHILDREN, values, NULL, 0);
 	}
 
-	n = (int) SPI_processed;
+	n = (int)SPI_processed;
 	*names = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
 	for (int i = 0; i < n; i++)
 		(*names)[i] = result_text(i, 1);
@@ -495,16 +488,15 @@ catalog_list_children(int64 parent_id, bool tables, bool include_declared, const
 
 /* Tables of the whole catalog with id above after_id, in id order, with their full ids. */
 int
-catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids,
-						LnId **paths)
+catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids, LnId **paths)
 {
-	Datum		values[2] = {Int64GetDatum(after_id), Int32GetDatum(limit)};
-	int			n;
-	bool		isnull;
+	Datum values[2] = {Int64GetDatum(after_id), Int32GetDatum(limit)};
+	int n;
+	bool isnull;
 
-	execute(include_declared ? STMT_LIST_ALL_TABLES : STMT_LIST_ALL_TABLES_WITH_DATA,
-			values, NULL, 0);
-	n = (int) SPI_processed;
+	execute(include_declared ? STMT_LIST_ALL_TABLES : STMT_LIST_ALL_TABLES_WITH_DATA, values, NULL,
+			0);
+	n = (int)SPI_processed;
 	*ids = MemoryContextAlloc(result_cxt, sizeof(int64) * (n + 1));
 	*paths = MemoryContextAlloc(result_cxt, sizeof(LnId) * (n + 1));
 	for (int i = 0; i < n; i++)
@@ -523,8 +515,8 @@ void
 catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, char **locations,
 					  bool *declared)
 {
-	Datum		values[2];
-	bool		isnull;
+	Datum values[2];
+	bool isnull;
 
 	values[0] = int8_array_datum(parent_ids, NULL, n);
 	values[1] = nullable_text_array_datum(names, n);
@@ -533,7 +525,7 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
 	memset(ids, 0, sizeof(int64) * n);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		int			i = (int) DatumGetInt64(result_datum(row, 1, &isnull)) - 1;
+		int i = (int)DatumGetInt64(result_datum(row, 1, &isnull)) - 1;
 
 		ids[i] = DatumGetInt64(result_datum(row, 2, &isnull));
 		locations[i] = result_text(row, 3);
@@ -551,21 +543,21 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
 void
 catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 {
-	Datum		values[10];
-	int64	   *table_ids = palloc(sizeof(int64) * (n + 1));
-	char	  **branches = palloc(sizeof(char *) * (n + 1));
-	int64	   *versions = palloc(sizeof(int64) * (n + 1));
-	char	  **paths = palloc(sizeof(char *) * (n + 1));
-	int64	   *sizes = palloc(sizeof(int64) * (n + 1));
-	bool	   *has_size = palloc(sizeof(bool) * (n + 1));
-	char	  **e_tags = palloc(sizeof(char *) * (n + 1));
-	char	  **schemes = palloc(sizeof(char *) * (n + 1));
-	int			npairs = 0;
-	int64	   *pair_entry;
-	char	  **pair_keys;
-	char	  **pair_values;
-	uint64		row = 0;
-	bool		isnull;
+	Datum values[10];
+	int64 *table_ids = palloc(sizeof(int64) * (n + 1));
+	char **branches = palloc(sizeof(char *) * (n + 1));
+	int64 *versions = palloc(sizeof(int64) * (n + 1));
+	char **paths = palloc(sizeof(char *) * (n + 1));
+	int64 *sizes = palloc(sizeof(int64) * (n + 1));
+	bool *has_size = palloc(sizeof(bool) * (n + 1));
+	char **e_tags = palloc(sizeof(char *) * (n + 1));
+	char **schemes = palloc(sizeof(char *) * (n + 1));
+	int npairs = 0;
+	int64 *pair_entry;
+	char **pair_keys;
+	char **pair_values;
+	uint64 row = 0;
+	bool isnull;
 
 	for (int i = 0; i < n; i++)
 		npairs += rows[i].version.metadata.len;
@@ -614,7 +606,7 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 			DatumGetInt64(result_datum(row, 1, &isnull)) == rows[i].table_id &&
 			DatumGetInt64(result_datum(row, 3, &isnull)) == rows[i].version.version)
 		{
-			char	   *branch = TextDatumGetCString(result_datum(row, 2, &isnull));
+			char *branch = TextDatumGetCString(result_datum(row, 2, &isnull));
 
 			if (strcmp(branch, rows[i].branch) == 0)
 			{
@@ -630,7 +622,7 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 void
 catalog_mark_tables_with_data(int n, const int64 *table_ids)
 {
-	Datum		values[1] = {int8_array_datum(table_ids, NULL, n)};
+	Datum values[1] = {int8_array_datum(table_ids, NULL, n)};
 
 	execute(STMT_MARK_TABLES_WITH_DATA, values, NULL, 0);
 }
@@ -638,9 +630,9 @@ catalog_mark_tables_with_data(int n, const int64 *table_ids)
 static void
 result_version(uint64 row, LnTableVersion *v)
 {
-	bool		isnull;
-	char	  **pairs;
-	int			npairs;
+	bool isnull;
+	char **pairs;
+	int npairs;
 
 	v->version = DatumGetInt64(result_datum(row, 1, &isnull));
 	v->manifest_path = result_text(row, 2);
@@ -668,12 +660,12 @@ int
 catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after, int limit,
 					  LnTableVersion **versions)
 {
-	Datum		values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
-	Int64GetDatum(after), Int32GetDatum(limit)};
-	int			n;
+	Datum values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch), Int64GetDatum(after),
+					   Int32GetDatum(limit)};
+	int n;
 
 	execute(descending ? STMT_LIST_VERSIONS_DESCENDING : STMT_LIST_VERSIONS, values, NULL, 0);
-	n = (int) SPI_processed;
+	n = (int)SPI_processed;
 	*versions = MemoryContextAllocZero(result_cxt, sizeof(LnTableVersion) * (n + 1));
 	for (int i = 0; i < n; i++)
 		result_version(i, &(*versions)[i]);
@@ -683,8 +675,8 @@ catalog_list_versions(int64 table_id, const char *branch, bool descending, int64
 bool
 catalog_get_version(int64 table_id, const char *branch, int64 version, LnTableVersion *out)
 {
-	Datum		values[3] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
-	Int64GetDatum(version)};
+	Datum values[3] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
+					   Int64GetDatum(version)};
 
 	execute(STMT_GET_VERSION, values, NULL, 1);
 	if (SPI_processed == 0)
@@ -697,9 +689,9 @@ catalog_get_version(int64 table_id, const char *branch, int64 version, LnTableVe
 int64
 catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last)
 {
-	Datum		values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch),
-	Int64GetDatum(first), Int64GetDatum(last)};
+	Datum values[4] = {Int64GetDatum(table_id), CStringGetTextDatum(branch), Int64GetDatum(first),
+					   Int64GetDatum(last)};
 
 	execute(STMT_DELETE_VERSIONS, values, NULL, 0);
-	return (int64) SPI_processed;
+	return (int64)SPI_processed;
 }

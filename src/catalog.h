@@ -13,20 +13,20 @@
 
 typedef struct CatalogObject
 {
-	int64		id;
-	bool		is_table;
-	char	   *name;
-	LnMap		properties;
-	char	   *location;		/* tables only */
-	bool		declared;		/* tables only: declared, no data registered yet */
+	int64 id;
+	bool is_table;
+	char *name;
+	LnMap properties;
+	char *location; /* tables only */
+	bool declared;	/* tables only: declared, no data registered yet */
 } CatalogObject;
 
 /* One version to insert: the TableVersion with the keys it belongs under. */
 typedef struct CatalogVersionInsert
 {
-	int64		table_id;
-	char	   *branch;			/* "" is main */
-	char	   *naming_scheme;
+	int64 table_id;
+	char *branch; /* "" is main */
+	char *naming_scheme;
 	LnTableVersion version;
 } CatalogVersionInsert;
 
@@ -43,18 +43,18 @@ extern bool catalog_has_children(int64 id);
 extern void catalog_delete_object(int64 id);
 extern void catalog_delete_subtree(int64 id);
 extern void catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
-extern int	catalog_list_children(int64 parent_id, bool tables, bool include_declared,
-								  const char *after, int limit, char ***names);
-extern int	catalog_list_all_tables(bool include_declared, int64 after_id, int limit,
-									int64 **ids, LnId **paths);
+extern int catalog_list_children(int64 parent_id, bool tables, bool include_declared,
+								 const char *after, int limit, char ***names);
+extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids,
+								   LnId **paths);
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
 extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
 extern void catalog_mark_tables_with_data(int n, const int64 *table_ids);
-extern int	catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after,
-								  int limit, LnTableVersion **versions);
+extern int catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after,
+								 int limit, LnTableVersion **versions);
 extern bool catalog_get_version(int64 table_id, const char *branch, int64 version,
 								LnTableVersion *out);
 extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last);
 
-#endif							/* LN_CATALOG_H */
+#endif /* LN_CATALOG_H */

@@ -10,7 +10,7 @@
 #include "json_edge.h"
 
 static void ln_raise(LnErrorCode code, const char *detail, const char *message)
-			pg_attribute_noreturn();
+	pg_attribute_noreturn();
 
 /* The batch element being worked on, named at the start of every message. */
 static const char *error_element = NULL;
@@ -32,15 +32,15 @@ ln_error_set_element(const char *element)
  * NULL, is a longer explanation for the ErrorResponse's "detail".
  */
 void
-ln_error_detail(LnErrorCode code, const char *detail, const char *fmt,...)
+ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
 {
 	StringInfoData message;
 
 	initStringInfo(&message);
 	for (;;)
 	{
-		va_list		args;
-		int			needed;
+		va_list args;
+		int needed;
 
 		va_start(args, fmt);
 		needed = appendStringInfoVA(&message, fmt, args);
@@ -55,16 +55,14 @@ ln_error_detail(LnErrorCode code, const char *detail, const char *fmt,...)
 static void
 ln_raise(LnErrorCode code, const char *detail, const char *message)
 {
-	char	   *body;
+	char *body;
 
 	if (error_element != NULL)
 		message = psprintf("%s: %s", error_element, message);
 	body = json_error_body(code, message, detail);
 
-	ereport(ERROR,
-			(errcode(LN_SQLSTATE(code)),
-			 errmsg_internal("%s", message),
-			 errdetail_internal("%s", body)));
+	ereport(ERROR, (errcode(LN_SQLSTATE(code)), errmsg_internal("%s", message),
+					errdetail_internal("%s", body)));
 	pg_unreachable();
 }
 
@@ -83,8 +81,8 @@ ln_error_code_of_sqlstate(int sqlerrcode)
 
 	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
 	{
-		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION:	/* a concurrent writer won */
-		case ERRCODE_TRANSACTION_ROLLBACK:	/* serialization failure, deadlock */
+		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION: /* a concurrent writer won */
+		case ERRCODE_TRANSACTION_ROLLBACK:			 /* serialization failure, deadlock */
 			return LN_CONCURRENT_MODIFICATION;
 		case ERRCODE_DATA_EXCEPTION:
 		case ERRCODE_PROGRAM_LIMIT_EXCEEDED:

@@ -39,14 +39,14 @@ typedef enum LnErrorCode
 	LN_TABLE_BRANCH_ALREADY_EXISTS = 23
 } LnErrorCode;
 
-#define LN_SQLSTATE(code) \
+#define LN_SQLSTATE(code)                                                                          \
 	MAKE_SQLSTATE('L', 'N', '0' + ((code) / 100) % 10, '0' + ((code) / 10) % 10, '0' + (code) % 10)
 
-extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fmt,...)
-			pg_attribute_printf(3, 4) pg_attribute_noreturn();
+extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
+	pg_attribute_printf(3, 4) pg_attribute_noreturn();
 #define ln_error(code, ...) ln_error_detail((code), NULL, __VA_ARGS__)
 
 extern void ln_error_set_element(const char *element);
-extern int	ln_error_code_of_sqlstate(int sqlerrcode);
+extern int ln_error_code_of_sqlstate(int sqlerrcode);
 
-#endif							/* LN_ERROR_H */
+#endif /* LN_ERROR_H */

@@ -34,24 +34,24 @@ typedef struct JsonTree
 
 typedef enum FieldType
 {
-	FIELD_ID,					/* array of names */
-	FIELD_NAME,					/* non-empty string of at most LN_MAX_NAME_BYTES */
-	FIELD_TEXT,					/* non-empty string */
-	FIELD_STRING,				/* any string */
+	FIELD_ID,	  /* array of names */
+	FIELD_NAME,	  /* non-empty string of at most LN_MAX_NAME_BYTES */
+	FIELD_TEXT,	  /* non-empty string */
+	FIELD_STRING, /* any string */
 	FIELD_BOOL,
-	FIELD_COUNT,				/* integer >= 0 */
-	FIELD_MAP,					/* object of strings */
-	FIELD_RANGES,				/* array of VersionRange */
-	FIELD_ENTRIES,				/* array of CreateTableVersionEntry */
-	FIELD_OPERATIONS			/* array of CommitTableOperation */
+	FIELD_COUNT,	 /* integer >= 0 */
+	FIELD_MAP,		 /* object of strings */
+	FIELD_RANGES,	 /* array of VersionRange */
+	FIELD_ENTRIES,	 /* array of CreateTableVersionEntry */
+	FIELD_OPERATIONS /* array of CommitTableOperation */
 } FieldType;
 
 typedef struct RequestField
 {
 	const char *key;
-	uint32		bit;
-	FieldType	type;
-	size_t		offset;
+	uint32 bit;
+	FieldType type;
+	size_t offset;
 } RequestField;
 
 static const RequestField request_fields[] = {
@@ -61,17 +61,19 @@ static const RequestField request_fields[] = {
 	{"properties", LN_REQ_PROPERTIES, FIELD_MAP, offsetof(LnRequest, properties)},
 	{"page_token", LN_REQ_PAGE_TOKEN, FIELD_STRING, offsetof(LnRequest, page_token)},
 	{"limit", LN_REQ_LIMIT, FIELD_COUNT, offsetof(LnRequest, limit)},
-	{"include_declared", LN_REQ_INCLUDE_DECLARED, FIELD_BOOL, offsetof(LnRequest, include_declared)},
+	{"include_declared", LN_REQ_INCLUDE_DECLARED, FIELD_BOOL,
+	 offsetof(LnRequest, include_declared)},
 	{"location", LN_REQ_LOCATION, FIELD_TEXT, offsetof(LnRequest, location)},
 	{"new_table_name", LN_REQ_NEW_TABLE_NAME, FIELD_NAME, offsetof(LnRequest, new_table_name)},
 	{"new_namespace_id", LN_REQ_NEW_NAMESPACE_ID, FIELD_ID, offsetof(LnRequest, new_namespace_id)},
 	{"with_table_uri", LN_REQ_WITH_TABLE_URI, FIELD_BOOL, offsetof(LnRequest, with_table_uri)},
 	{"check_declared", LN_REQ_CHECK_DECLARED, FIELD_BOOL, offsetof(LnRequest, check_declared)},
 	{"load_detailed_metadata", LN_REQ_LOAD_DETAILED, FIELD_BOOL,
-	offsetof(LnRequest, load_detailed_metadata)},
+	 offsetof(LnRequest, load_detailed_metadata)},
 	{"version", LN_REQ_VERSION, FIELD_COUNT, offsetof(LnRequest, version)},
 	{"delimiter", LN_REQ_DELIMITER, FIELD_TEXT, offsetof(LnRequest, delimiter)},
-	{"vend_credentials", LN_REQ_VEND_CREDENTIALS, FIELD_BOOL, offsetof(LnRequest, vend_credentials)},
+	{"vend_credentials", LN_REQ_VEND_CREDENTIALS, FIELD_BOOL,
+	 offsetof(LnRequest, vend_credentials)},
 	{"branch", LN_REQ_BRANCH, FIELD_STRING, offsetof(LnRequest, branch)},
 	{"manifest_path", LN_REQ_MANIFEST_PATH, FIELD_TEXT, offsetof(LnRequest, manifest_path)},
 	{"manifest_size", LN_REQ_MANIFEST_SIZE, FIELD_COUNT, offsetof(LnRequest, manifest_size)},
@@ -88,8 +90,8 @@ static const RequestField request_fields[] = {
 static const struct
 {
 	const char *key;
-	uint32		known_fields;
-}			commit_kinds[] = {
+	uint32 known_fields;
+} commit_kinds[] = {
 	[LN_COMMIT_DECLARE_TABLE] = {"declare_table", LN_REQ_DECLARE_TABLE},
 	[LN_COMMIT_CREATE_TABLE_VERSION] = {"create_table_version", LN_REQ_CREATE_TABLE_VERSION},
 	[LN_COMMIT_DELETE_TABLE_VERSIONS] = {"delete_table_versions", LN_REQ_DELETE_TABLE_VERSIONS},
@@ -102,7 +104,7 @@ static void decode_request_object(json_object *obj, const char *prefix, uint32 k
 static void
 release_tree(void *arg)
 {
-	JsonTree   *tree = (JsonTree *) arg;
+	JsonTree *tree = (JsonTree *)arg;
 
 	if (tree->root != NULL)
 		json_object_put(tree->root);
@@ -113,7 +115,7 @@ release_tree(void *arg)
 static JsonTree *
 guard_tree(json_object *root)
 {
-	JsonTree   *tree = palloc0(sizeof(JsonTree));
+	JsonTree *tree = palloc0(sizeof(JsonTree));
 
 	tree->callback.func = release_tree;
 	tree->callback.arg = tree;
@@ -127,9 +129,9 @@ static char *
 copy_string(json_object *value)
 {
 	const char *str = json_object_get_string(value);
-	int			len = json_object_get_string_len(value);
+	int len = json_object_get_string_len(value);
 
-	if ((int) strlen(str) != len)
+	if ((int)strlen(str) != len)
 		return NULL;
 	return pnstrdup(str, len);
 }
@@ -137,18 +139,19 @@ copy_string(json_object *value)
 static char *
 decode_name(json_object *value, const char *prefix, const char *field, bool bounded)
 {
-	char	   *name;
+	char *name;
 
 	if (!json_object_is_type(value, json_type_string))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be a string", prefix, field);
 	name = copy_string(value);
 	if (name == NULL)
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character", prefix, field);
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character", prefix,
+				 field);
 	if (name[0] == '\0')
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not be empty", prefix, field);
-	if (bounded && strlen(name) > (size_t) LN_MAX_NAME_BYTES)
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" is longer than %d bytes",
-				 prefix, field, LN_MAX_NAME_BYTES);
+	if (bounded && strlen(name) > (size_t)LN_MAX_NAME_BYTES)
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" is longer than %d bytes", prefix, field,
+				 LN_MAX_NAME_BYTES);
 	return name;
 }
 
@@ -157,11 +160,11 @@ decode_id(json_object *value, const char *prefix, const char *field, LnId *id)
 {
 	if (!json_object_is_type(value, json_type_array))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an array of names", prefix, field);
-	id->len = (int) json_object_array_length(value);
+	id->len = (int)json_object_array_length(value);
 	id->names = palloc(sizeof(char *) * (id->len + 1));
 	for (int i = 0; i < id->len; i++)
 	{
-		char		element[64];
+		char element[64];
 
 		snprintf(element, sizeof(element), "%s[%d]", field, i);
 		id->names[i] = decode_name(json_object_array_get_idx(value, i), prefix, element, true);
@@ -171,7 +174,7 @@ decode_id(json_object *value, const char *prefix, const char *field, LnId *id)
 static void
 decode_map(json_object *value, const char *prefix, const char *field, LnMap *map)
 {
-	int			n = 0;
+	int n = 0;
 
 	if (!json_object_is_type(value, json_type_object))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an object of strings", prefix, field);
@@ -198,13 +201,13 @@ decode_map(json_object *value, const char *prefix, const char *field, LnMap *map
 static int64
 decode_integer(json_object *value, const char *prefix, const char *field)
 {
-	int64		n;
+	int64 n;
 
 	if (json_object_is_type(value, json_type_int))
 		n = json_object_get_int64(value);
 	else if (json_object_is_type(value, json_type_double) &&
-			 json_object_get_double(value) == (double) (int64) json_object_get_double(value))
-		n = (int64) json_object_get_double(value);
+			 json_object_get_double(value) == (double)(int64)json_object_get_double(value))
+		n = (int64)json_object_get_double(value);
 	else
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
 	return n;
@@ -213,7 +216,7 @@ decode_integer(json_object *value, const char *prefix, const char *field)
 static int64
 decode_count(json_object *value, const char *prefix, const char *field)
 {
-	int64		n = decode_integer(value, prefix, field);
+	int64 n = decode_integer(value, prefix, field);
 
 	if (n < 0)
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not be negative", prefix, field);
@@ -226,7 +229,7 @@ decode_array(json_object *value, const char *prefix, const char *field, int *n)
 {
 	if (!json_object_is_type(value, json_type_array))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an array", prefix, field);
-	*n = (int) json_object_array_length(value);
+	*n = (int)json_object_array_length(value);
 	return value;
 }
 
@@ -258,9 +261,9 @@ decode_ranges(json_object *value, const char *prefix, const char *field, LnReque
 	req->ranges = palloc(sizeof(LnVersionRange) * (req->nranges + 1));
 	for (int i = 0; i < req->nranges; i++)
 	{
-		char	   *element;
+		char *element;
 		json_object *obj = decode_element(value, i, prefix, field, &element);
-		char	   *dotted = psprintf("%s.", element);
+		char *dotted = psprintf("%s.", element);
 
 		req->ranges[i].start_version =
 			decode_count(required_member(obj, element, "start_version"), dotted, "start_version");
@@ -276,7 +279,7 @@ decode_entries(json_object *value, const char *prefix, const char *field, LnRequ
 	req->entries = palloc(sizeof(LnRequest) * (req->nentries + 1));
 	for (int i = 0; i < req->nentries; i++)
 	{
-		char	   *element;
+		char *element;
 		json_object *obj = decode_element(value, i, prefix, field, &element);
 
 		decode_request_object(obj, psprintf("%s.", element), LN_REQ_CREATE_TABLE_VERSION,
@@ -292,11 +295,11 @@ decode_operations(json_object *value, const char *prefix, const char *field, LnR
 	req->operations = palloc(sizeof(LnCommitOperation) * (req->noperations + 1));
 	for (int i = 0; i < req->noperations; i++)
 	{
-		char	   *element;
+		char *element;
 		json_object *obj = decode_element(value, i, prefix, field, &element);
-		int			found = -1;
+		int found = -1;
 
-		for (int k = 0; k < (int) lengthof(commit_kinds); k++)
+		for (int k = 0; k < (int)lengthof(commit_kinds); k++)
 		{
 			json_object *member;
 
@@ -308,15 +311,15 @@ decode_operations(json_object *value, const char *prefix, const char *field, LnR
 			{
 				found = k;
 				decode_request_object(member, psprintf("%s.%s.", element, commit_kinds[k].key),
-									  commit_kinds[k].known_fields,
-									  &req->operations[i].request);
+									  commit_kinds[k].known_fields, &req->operations[i].request);
 			}
 		}
 		if (found < 0)
 			ln_error(LN_INVALID_INPUT,
 					 "field \"%s\" must set exactly one of declare_table, create_table_version, "
-					 "delete_table_versions, deregister_table", element);
-		req->operations[i].kind = (LnCommitKind) found;
+					 "delete_table_versions, deregister_table",
+					 element);
+		req->operations[i].kind = (LnCommitKind)found;
 	}
 }
 
@@ -336,48 +339,48 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 	{
 		if (prefix[0] == '\0')
 			ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
-		ln_error(LN_INVALID_INPUT, "field \"%.*s\" must be an object",
-				 (int) strlen(prefix) - 1, prefix);
+		ln_error(LN_INVALID_INPUT, "field \"%.*s\" must be an object", (int)strlen(prefix) - 1,
+				 prefix);
 	}
 
 	for (size_t i = 0; i < lengthof(request_fields); i++)
 	{
 		const RequestField *f = &request_fields[i];
-		char	   *member = (char *) req + f->offset;
+		char *member = (char *)req + f->offset;
 		json_object *value;
 
-		if ((known_fields & f->bit) == 0 ||
-			!json_object_object_get_ex(obj, f->key, &value) || value == NULL)
-			continue;			/* absent, null and unknown are all ignored */
+		if ((known_fields & f->bit) == 0 || !json_object_object_get_ex(obj, f->key, &value) ||
+			value == NULL)
+			continue; /* absent, null and unknown are all ignored */
 
 		switch (f->type)
 		{
 			case FIELD_ID:
-				decode_id(value, prefix, f->key, (LnId *) member);
+				decode_id(value, prefix, f->key, (LnId *)member);
 				break;
 			case FIELD_NAME:
 			case FIELD_TEXT:
-				*(char **) member = decode_name(value, prefix, f->key, f->type == FIELD_NAME);
+				*(char **)member = decode_name(value, prefix, f->key, f->type == FIELD_NAME);
 				break;
 			case FIELD_STRING:
 				if (!json_object_is_type(value, json_type_string))
 					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be a string", prefix, f->key);
-				*(char **) member = copy_string(value);
-				if (*(char **) member == NULL)
+				*(char **)member = copy_string(value);
+				if (*(char **)member == NULL)
 					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character",
 							 prefix, f->key);
 				break;
 			case FIELD_BOOL:
 				if (!json_object_is_type(value, json_type_boolean))
-					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be true or false",
-							 prefix, f->key);
-				*(bool *) member = json_object_get_boolean(value);
+					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be true or false", prefix,
+							 f->key);
+				*(bool *)member = json_object_get_boolean(value);
 				break;
 			case FIELD_COUNT:
-				*(int64 *) member = decode_count(value, prefix, f->key);
+				*(int64 *)member = decode_count(value, prefix, f->key);
 				break;
 			case FIELD_MAP:
-				decode_map(value, prefix, f->key, (LnMap *) member);
+				decode_map(value, prefix, f->key, (LnMap *)member);
 				break;
 			case FIELD_RANGES:
 				decode_ranges(value, prefix, f->key, req);
@@ -396,8 +399,8 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 void
 json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req)
 {
-	char	   *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
-	JsonTree   *tree;
+	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
+	JsonTree *tree;
 	enum json_tokener_error jerr;
 
 	/* jsonb is always valid JSON, so this parse cannot fail short of memory */
@@ -432,11 +435,11 @@ new_map(const LnMap *map)
 static Jsonb *
 tree_to_jsonb(json_object *root)
 {
-	JsonTree   *tree = guard_tree(root);
-	char	   *text;
+	JsonTree *tree = guard_tree(root);
+	char *text;
 
 	text = pstrdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-												  JSON_C_TO_STRING_NOSLASHESCAPE));
+															JSON_C_TO_STRING_NOSLASHESCAPE));
 	release_tree(tree);
 	return DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(text)));
 }
@@ -533,15 +536,15 @@ char *
 json_error_body(int code, const char *message, const char *detail)
 {
 	json_object *obj = json_object_new_object();
-	JsonTree   *tree = guard_tree(obj);
-	char	   *text;
+	JsonTree *tree = guard_tree(obj);
+	char *text;
 
 	json_object_object_add(obj, "code", json_object_new_int(code));
 	json_object_object_add(obj, "error", json_object_new_string(message));
 	if (detail != NULL)
 		json_object_object_add(obj, "detail", json_object_new_string(detail));
 	text = pstrdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-												  JSON_C_TO_STRING_NOSLASHESCAPE));
+														   JSON_C_TO_STRING_NOSLASHESCAPE));
 	release_tree(tree);
 	return text;
 }

@@ -14,4 +14,4 @@ extern void json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *
 extern Jsonb *json_encode_response(const LnResponse *resp);
 extern char *json_error_body(int code, const char *message, const char *detail);
 
-#endif							/* LN_JSON_EDGE_H */
+#endif /* LN_JSON_EDGE_H */

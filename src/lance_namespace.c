@@ -15,32 +15,32 @@
 PG_MODULE_MAGIC;
 
 /* Where declared tables go when no namespace on their path has a "location" property. */
-char	   *ln_root_location = NULL;
+char *ln_root_location = NULL;
 
 /* Local folders under which the catalog manages table versions and writes manifests. */
-char	   *ln_local_roots = NULL;
+char *ln_local_roots = NULL;
 
-void		_PG_init(void);
+void _PG_init(void);
 
 /* local_roots must be a list of absolute folders. */
 static bool
 check_local_roots(char **newval, void **extra pg_attribute_unused(),
 				  GucSource source pg_attribute_unused())
 {
-	char	   *raw = pstrdup(*newval);
-	List	   *roots;
-	ListCell   *lc;
+	char *raw = pstrdup(*newval);
+	List *roots;
+	ListCell *lc;
 
 	if (!SplitDirectoriesString(raw, ',', &roots))
 	{
 		GUC_check_errdetail("List syntax is invalid.");
 		return false;
 	}
-	foreach(lc, roots)
+	foreach (lc, roots)
 	{
-		if (!is_absolute_path((char *) lfirst(lc)))
+		if (!is_absolute_path((char *)lfirst(lc)))
 		{
-			GUC_check_errdetail("\"%s\" is not an absolute path.", (char *) lfirst(lc));
+			GUC_check_errdetail("\"%s\" is not an absolute path.", (char *)lfirst(lc));
 			return false;
 		}
 	}
@@ -55,11 +55,7 @@ _PG_init(void)
 							   "Root location for tables declared without a location.",
 							   "A local path or object store URI; a table's folder goes below "
 							   "it, one folder per namespace.",
-							   &ln_root_location,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   NULL, NULL, NULL);
+							   &ln_root_location, "", PGC_SUSET, 0, NULL, NULL, NULL);
 	/*
 	 * Superuser only: the catalog writes manifests as the server's OS user
 	 * in these folders, on behalf of any role that can create versions.
@@ -70,11 +66,7 @@ _PG_init(void)
 							   "A comma-separated list of absolute paths.  For tables below "
 							   "them the catalog answers managed_versioning and writes each "
 							   "version's manifest.",
-							   &ln_local_roots,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_local_roots, NULL, NULL);
+							   &ln_local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
 	MarkGUCPrefixReserved("lance_namespace");
 	storage_init();
 }

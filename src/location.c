@@ -12,8 +12,8 @@
 static bool
 is_safe_path_byte(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		c == '-' || c == '_' || c == '.';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		   c == '_' || c == '.';
 }
 
 /*
@@ -25,12 +25,12 @@ is_safe_path_byte(unsigned char c)
 static void
 append_path_segment(StringInfo buf, const char *name)
 {
-	bool		only_dots = strspn(name, ".") == strlen(name);
+	bool only_dots = strspn(name, ".") == strlen(name);
 
-	for (const unsigned char *c = (const unsigned char *) name; *c; c++)
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 	{
 		if (is_safe_path_byte(*c) && !(only_dots && *c == '.'))
-			appendStringInfoChar(buf, (char) *c);
+			appendStringInfoChar(buf, (char)*c);
 		else
 			appendStringInfo(buf, "%%%02X", *c);
 	}
@@ -47,8 +47,8 @@ char *
 location_for_new_table(const char *base, const LnId *below_base, const char *table_name)
 {
 	StringInfoData buf;
-	uint32		suffix;
-	size_t		base_len = strlen(base);
+	uint32 suffix;
+	size_t base_len = strlen(base);
 
 	if (!pg_strong_random(&suffix, sizeof(suffix)))
 		ln_error(LN_INTERNAL, "could not generate a random table folder suffix");
@@ -84,10 +84,10 @@ location_to_uri(const char *location)
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "file://");
-	for (const unsigned char *c = (const unsigned char *) location; *c; c++)
+	for (const unsigned char *c = (const unsigned char *)location; *c; c++)
 	{
 		if (is_safe_path_byte(*c) || *c == '/' || *c == '~')
-			appendStringInfoChar(&buf, (char) *c);
+			appendStringInfoChar(&buf, (char)*c);
 		else
 			appendStringInfo(&buf, "%%%02X", *c);
 	}

@@ -11,4 +11,4 @@ extern char *location_for_new_table(const char *base, const LnId *below_base,
 									const char *table_name);
 extern char *location_to_uri(const char *location);
 
-#endif							/* LN_LOCATION_H */
+#endif /* LN_LOCATION_H */

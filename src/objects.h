@@ -11,8 +11,8 @@
 /* Where a namespace's tables go by default: its closest "location" property. */
 typedef struct LocationBase
 {
-	const char *base;			/* NULL when no namespace on the path has one */
-	int			level;			/* names of the id below the base start here */
+	const char *base; /* NULL when no namespace on the path has one */
+	int level;		  /* names of the id below the base start here */
 } LocationBase;
 
 extern bool objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
@@ -23,4 +23,4 @@ extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *ns
 							  CatalogObject *table);
 extern const char *objects_property(const LnMap *properties, const char *key);
 
-#endif							/* LN_OBJECTS_H */
+#endif /* LN_OBJECTS_H */

@@ -18,11 +18,11 @@ static const char *const commit_kind_names[] = {
 	[LN_COMMIT_DEREGISTER_TABLE] = "deregister_table",
 };
 
-static const LnOperation commit_kind_operations[] = {
-	[LN_COMMIT_DECLARE_TABLE] = op_declare_table,
-	[LN_COMMIT_CREATE_TABLE_VERSION] = op_create_table_version,
-	[LN_COMMIT_DELETE_TABLE_VERSIONS] = op_delete_table_versions,
-	[LN_COMMIT_DEREGISTER_TABLE] = op_deregister_table,
+static const LnOperationDef *const commit_kind_operations[] = {
+	[LN_COMMIT_DECLARE_TABLE] = &ln_op_declare_table,
+	[LN_COMMIT_CREATE_TABLE_VERSION] = &ln_op_create_table_version,
+	[LN_COMMIT_DELETE_TABLE_VERSIONS] = &ln_op_batch_delete_table_versions,
+	[LN_COMMIT_DEREGISTER_TABLE] = &ln_op_deregister_table,
 };
 
 static const LnCommitOperation *sorting_operations;
@@ -36,11 +36,11 @@ static const LnCommitOperation *sorting_operations;
 static int
 compare_operations(const void *a, const void *b)
 {
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
+	int x = *(const int *)a;
+	int y = *(const int *)b;
 	const LnRequest *rx = &sorting_operations[x].request;
 	const LnRequest *ry = &sorting_operations[y].request;
-	int			c = 0;
+	int c = 0;
 
 	if ((rx->present & LN_REQ_ID) && (ry->present & LN_REQ_ID))
 		c = ln_compare_ids(&rx->id, &ry->id);
@@ -50,8 +50,8 @@ compare_operations(const void *a, const void *b)
 static void
 batch_commit_tables(const LnRequest *req, LnResponse *resp)
 {
-	int			n = req->noperations;
-	int		   *order = palloc(sizeof(int) * (n + 1));
+	int n = req->noperations;
+	int *order = palloc(sizeof(int) * (n + 1));
 
 	if ((req->present & LN_REQ_OPERATIONS) == 0)
 		ln_error(LN_INVALID_INPUT, "field \"operations\" is required");
@@ -66,19 +66,22 @@ batch_commit_tables(const LnRequest *req, LnResponse *resp)
 	resp->results = palloc0(sizeof(LnCommitResult) * (n + 1));
 	for (int k = 0; k < n; k++)
 	{
-		int			i = order[k];
+		int i = order[k];
 		const LnCommitOperation *op = &req->operations[i];
 
 		ln_error_set_element(psprintf("operations[%d].%s", i, commit_kind_names[op->kind]));
 		resp->results[i].kind = op->kind;
-		commit_kind_operations[op->kind] (&op->request, &resp->results[i].response);
+		commit_kind_operations[op->kind]->run(&op->request, &resp->results[i].response);
 	}
 	ln_error_set_element(NULL);
 }
+
+const LnOperationDef ln_op_batch_commit_tables = {"BatchCommitTables", batch_commit_tables,
+												  LN_REQ_OPERATIONS};
 
 PG_FUNCTION_INFO_V1(lance_batch_commit_tables);
 Datum
 lance_batch_commit_tables(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, batch_commit_tables, LN_REQ_OPERATIONS);
+	return ln_run_operation(fcinfo, &ln_op_batch_commit_tables);
 }

@@ -19,12 +19,10 @@ typedef enum CreateMode
 	CREATE_MODE_OVERWRITE
 } CreateMode;
 
-static const LnEnumValue create_modes[] = {
-	{"Create", CREATE_MODE_CREATE},
-	{"ExistOk", CREATE_MODE_EXIST_OK},
-	{"Overwrite", CREATE_MODE_OVERWRITE},
-	{NULL, 0}
-};
+static const LnEnumValue create_modes[] = {{"Create", CREATE_MODE_CREATE},
+										   {"ExistOk", CREATE_MODE_EXIST_OK},
+										   {"Overwrite", CREATE_MODE_OVERWRITE},
+										   {NULL, 0}};
 
 typedef enum DropMode
 {
@@ -33,10 +31,7 @@ typedef enum DropMode
 } DropMode;
 
 static const LnEnumValue drop_modes[] = {
-	{"Fail", DROP_MODE_FAIL},
-	{"Skip", DROP_MODE_SKIP},
-	{NULL, 0}
-};
+	{"Fail", DROP_MODE_FAIL}, {"Skip", DROP_MODE_SKIP}, {NULL, 0}};
 
 typedef enum DropBehavior
 {
@@ -45,10 +40,7 @@ typedef enum DropBehavior
 } DropBehavior;
 
 static const LnEnumValue drop_behaviors[] = {
-	{"Restrict", DROP_RESTRICT},
-	{"Cascade", DROP_CASCADE},
-	{NULL, 0}
-};
+	{"Restrict", DROP_RESTRICT}, {"Cascade", DROP_CASCADE}, {NULL, 0}};
 
 /*
  * CreateNamespace.  The insert itself decides whether the name is free, so
@@ -58,8 +50,8 @@ static const LnEnumValue drop_behaviors[] = {
 static void
 create_namespace(const LnRequest *req, LnResponse *resp)
 {
-	CreateMode	mode = ln_parse_enum(req->mode, "mode", create_modes, CREATE_MODE_CREATE);
-	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	CreateMode mode = ln_parse_enum(req->mode, "mode", create_modes, CREATE_MODE_CREATE);
+	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	const char *name;
 	CatalogObject parent;
 	CatalogObject existing;
@@ -109,7 +101,7 @@ create_namespace(const LnRequest *req, LnResponse *resp)
 static void
 list_namespaces(const LnRequest *req, LnResponse *resp)
 {
-	int			limit = ln_page_limit(req);
+	int limit = ln_page_limit(req);
 	const char *after = req->page_token ? req->page_token : "";
 	CatalogObject ns;
 
@@ -139,7 +131,7 @@ namespace_exists(const LnRequest *req, LnResponse *resp)
 
 	ln_require_id(req);
 	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
-	resp->fields = 0;			/* exists: an empty answer */
+	resp->fields = 0; /* exists: an empty answer */
 }
 
 /*
@@ -150,9 +142,8 @@ namespace_exists(const LnRequest *req, LnResponse *resp)
 static void
 drop_namespace(const LnRequest *req, LnResponse *resp)
 {
-	DropMode	mode = ln_parse_enum(req->mode, "mode", drop_modes, DROP_MODE_FAIL);
-	DropBehavior behavior = ln_parse_enum(req->behavior, "behavior", drop_behaviors,
-										  DROP_RESTRICT);
+	DropMode mode = ln_parse_enum(req->mode, "mode", drop_modes, DROP_MODE_FAIL);
+	DropBehavior behavior = ln_parse_enum(req->behavior, "behavior", drop_behaviors, DROP_RESTRICT);
 	CatalogObject ns;
 
 	ln_require_id(req);
@@ -172,8 +163,7 @@ drop_namespace(const LnRequest *req, LnResponse *resp)
 		if (catalog_has_children(ns.id))
 			ln_error_detail(LN_NAMESPACE_NOT_EMPTY,
 							"Drop its tables and namespaces first, or drop with behavior Cascade.",
-							"namespace \"%s\" is not empty",
-							ln_id_string(&req->id, req->id.len));
+							"namespace \"%s\" is not empty", ln_id_string(&req->id, req->id.len));
 		catalog_delete_object(ns.id);
 	}
 	else
@@ -183,37 +173,50 @@ drop_namespace(const LnRequest *req, LnResponse *resp)
 	resp->properties = ns.properties;
 }
 
+const LnOperationDef ln_op_create_namespace = {"CreateNamespace", create_namespace,
+											   LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES};
+
 PG_FUNCTION_INFO_V1(lance_create_namespace);
 Datum
 lance_create_namespace(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, create_namespace, LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES);
+	return ln_run_operation(fcinfo, &ln_op_create_namespace);
 }
+
+const LnOperationDef ln_op_list_namespaces = {"ListNamespaces", list_namespaces, LN_REQ_LIST};
 
 PG_FUNCTION_INFO_V1(lance_list_namespaces);
 Datum
 lance_list_namespaces(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, list_namespaces, LN_REQ_LIST);
+	return ln_run_operation(fcinfo, &ln_op_list_namespaces);
 }
+
+const LnOperationDef ln_op_describe_namespace = {"DescribeNamespace", describe_namespace,
+												 LN_REQ_ID};
 
 PG_FUNCTION_INFO_V1(lance_describe_namespace);
 Datum
 lance_describe_namespace(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, describe_namespace, LN_REQ_ID);
+	return ln_run_operation(fcinfo, &ln_op_describe_namespace);
 }
+
+const LnOperationDef ln_op_drop_namespace = {"DropNamespace", drop_namespace,
+											 LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR};
 
 PG_FUNCTION_INFO_V1(lance_drop_namespace);
 Datum
 lance_drop_namespace(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, drop_namespace, LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR);
+	return ln_run_operation(fcinfo, &ln_op_drop_namespace);
 }
+
+const LnOperationDef ln_op_namespace_exists = {"NamespaceExists", namespace_exists, LN_REQ_ID};
 
 PG_FUNCTION_INFO_V1(lance_namespace_exists);
 Datum
 lance_namespace_exists(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, namespace_exists, LN_REQ_ID);
+	return ln_run_operation(fcinfo, &ln_op_namespace_exists);
 }

@@ -25,10 +25,7 @@ typedef enum RegisterMode
 } RegisterMode;
 
 static const LnEnumValue register_modes[] = {
-	{"Create", REGISTER_MODE_CREATE},
-	{"Overwrite", REGISTER_MODE_OVERWRITE},
-	{NULL, 0}
-};
+	{"Create", REGISTER_MODE_CREATE}, {"Overwrite", REGISTER_MODE_OVERWRITE}, {NULL, 0}};
 
 static char *
 table_name_of(const LnRequest *req)
@@ -41,7 +38,8 @@ raise_name_taken(const LnId *id, const CatalogObject *existing)
 {
 	if (existing->is_table)
 		ln_error(LN_TABLE_ALREADY_EXISTS, "table \"%s\" already exists", ln_id_string(id, id->len));
-	ln_error(LN_TABLE_ALREADY_EXISTS, "cannot use the name of table \"%s\": a namespace of that name exists",
+	ln_error(LN_TABLE_ALREADY_EXISTS,
+			 "cannot use the name of table \"%s\": a namespace of that name exists",
 			 ln_id_string(id, id->len));
 }
 
@@ -54,7 +52,7 @@ static void
 describe_table_entry(const CatalogObject *table, LnResponse *resp)
 {
 	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES |
-		LN_RESP_MANAGED_VERSIONING;
+					LN_RESP_MANAGED_VERSIONING;
 	resp->location = table->location;
 	resp->storage_options = ln_empty_map();
 	resp->properties = table->properties;
@@ -64,7 +62,7 @@ describe_table_entry(const CatalogObject *table, LnResponse *resp)
 static void
 list_tables(const LnRequest *req, LnResponse *resp)
 {
-	int			limit = ln_page_limit(req);
+	int limit = ln_page_limit(req);
 	const char *after = req->page_token ? req->page_token : "";
 	CatalogObject ns;
 
@@ -73,8 +71,8 @@ list_tables(const LnRequest *req, LnResponse *resp)
 
 	resp->fields = LN_RESP_TABLES;
 	if (limit > 0)
-		resp->nnames = catalog_list_children(ns.id, true, req->include_declared, after,
-											 limit + 1, &resp->names);
+		resp->nnames = catalog_list_children(ns.id, true, req->include_declared, after, limit + 1,
+											 &resp->names);
 	ln_cut_page(resp, limit);
 }
 
@@ -86,15 +84,15 @@ list_tables(const LnRequest *req, LnResponse *resp)
 static void
 list_all_tables(const LnRequest *req, LnResponse *resp)
 {
-	int			limit = ln_page_limit(req);
-	int64		after_id = 0;
-	int64	   *ids;
-	LnId	   *paths;
-	int			n = 0;
+	int limit = ln_page_limit(req);
+	int64 after_id = 0;
+	int64 *ids;
+	LnId *paths;
+	int n = 0;
 
 	if (req->page_token != NULL && req->page_token[0] != '\0')
 	{
-		char	   *end;
+		char *end;
 
 		errno = 0;
 		after_id = strtoi64(req->page_token, &end, 10);
@@ -128,9 +126,9 @@ list_all_tables(const LnRequest *req, LnResponse *resp)
 static char *
 derive_location(const LnRequest *req, const LocationBase *base)
 {
-	LnId		below;
+	LnId below;
 	const char *root = base->base;
-	int			level = base->level;
+	int level = base->level;
 
 	if (root == NULL)
 	{
@@ -148,10 +146,10 @@ derive_location(const LnRequest *req, const LocationBase *base)
 	return location_for_new_table(root, &below, table_name_of(req));
 }
 
-void
-op_declare_table(const LnRequest *req, LnResponse *resp)
+static void
+declare_table(const LnRequest *req, LnResponse *resp)
 {
-	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	CatalogObject ns;
 	CatalogObject table;
 	LocationBase base;
@@ -165,8 +163,8 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 	table.properties = properties;
 	table.location = req->location ? req->location : derive_location(req, &base);
 
-	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location,
-							  true) == 0)
+	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location, true) ==
+		0)
 	{
 		CatalogObject existing;
 
@@ -183,7 +181,7 @@ static void
 register_table(const LnRequest *req, LnResponse *resp)
 {
 	RegisterMode mode = ln_parse_enum(req->mode, "mode", register_modes, REGISTER_MODE_CREATE);
-	LnMap		properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	CatalogObject ns;
 	CatalogObject existing;
 
@@ -192,8 +190,8 @@ register_table(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_INVALID_INPUT, "field \"location\" is required");
 	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
 
-	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location,
-							  false) == 0)
+	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location, false) ==
+		0)
 	{
 		if (!catalog_lookup_child(ns.id, table_name_of(req), true, &existing))
 			ln_error(LN_CONCURRENT_MODIFICATION,
@@ -259,12 +257,12 @@ table_exists(const LnRequest *req, LnResponse *resp)
 
 		versions_get(req, table.id, &version);
 	}
-	resp->fields = 0;			/* exists: an empty answer */
+	resp->fields = 0; /* exists: an empty answer */
 }
 
 /* DeregisterTable and, until data removal exists, DropTable: the entry goes, the data stays. */
-void
-op_deregister_table(const LnRequest *req, LnResponse *resp)
+static void
+deregister_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject ns;
 	CatalogObject table;
@@ -286,10 +284,10 @@ rename_table(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 	CatalogObject target;
 	CatalogObject existing;
-	const LnId *target_id = (req->present & LN_REQ_NEW_NAMESPACE_ID)
-		? &req->new_namespace_id : &req->id;
-	int			target_len = (req->present & LN_REQ_NEW_NAMESPACE_ID)
-		? req->new_namespace_id.len : req->id.len - 1;
+	const LnId *target_id =
+		(req->present & LN_REQ_NEW_NAMESPACE_ID) ? &req->new_namespace_id : &req->id;
+	int target_len =
+		(req->present & LN_REQ_NEW_NAMESPACE_ID) ? req->new_namespace_id.len : req->id.len - 1;
 
 	ln_require_table_id(req);
 	if (req->new_table_name == NULL)
@@ -299,9 +297,10 @@ rename_table(const LnRequest *req, LnResponse *resp)
 	objects_get_namespace(target_id, target_len, false, &target, NULL);
 	if (catalog_lookup_child(target.id, req->new_table_name, false, &existing))
 	{
-		char	   *target_ns = ln_id_string(target_id, target_len);
+		char *target_ns = ln_id_string(target_id, target_len);
 
-		ln_error(LN_TABLE_ALREADY_EXISTS, "cannot rename table \"%s\": namespace \"%s\" already has a %s named \"%s\"",
+		ln_error(LN_TABLE_ALREADY_EXISTS,
+				 "cannot rename table \"%s\": namespace \"%s\" already has a %s named \"%s\"",
 				 ln_id_string(&req->id, req->id.len), target_ns,
 				 existing.is_table ? "table" : "namespace", req->new_table_name);
 	}
@@ -309,72 +308,93 @@ rename_table(const LnRequest *req, LnResponse *resp)
 	resp->fields = 0;
 }
 
+const LnOperationDef ln_op_list_tables = {"ListTables", list_tables,
+										  LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED};
+
 PG_FUNCTION_INFO_V1(lance_list_tables);
 Datum
 lance_list_tables(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, list_tables, LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED);
+	return ln_run_operation(fcinfo, &ln_op_list_tables);
 }
+
+const LnOperationDef ln_op_list_all_tables = {"ListAllTables", list_all_tables,
+											  LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT |
+												  LN_REQ_INCLUDE_DECLARED | LN_REQ_DELIMITER};
 
 PG_FUNCTION_INFO_V1(lance_list_all_tables);
 Datum
 lance_list_all_tables(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, list_all_tables,
-							LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT | LN_REQ_INCLUDE_DECLARED |
-							LN_REQ_DELIMITER);
+	return ln_run_operation(fcinfo, &ln_op_list_all_tables);
 }
+
+const LnOperationDef ln_op_declare_table = {"DeclareTable", declare_table, LN_REQ_DECLARE_TABLE};
 
 PG_FUNCTION_INFO_V1(lance_declare_table);
 Datum
 lance_declare_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, op_declare_table, LN_REQ_DECLARE_TABLE);
+	return ln_run_operation(fcinfo, &ln_op_declare_table);
 }
+
+const LnOperationDef ln_op_register_table = {
+	"RegisterTable", register_table, LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES};
 
 PG_FUNCTION_INFO_V1(lance_register_table);
 Datum
 lance_register_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, register_table,
-							LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES);
+	return ln_run_operation(fcinfo, &ln_op_register_table);
 }
+
+const LnOperationDef ln_op_describe_table = {"DescribeTable", describe_table,
+											 LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH |
+												 LN_REQ_WITH_TABLE_URI | LN_REQ_CHECK_DECLARED |
+												 LN_REQ_LOAD_DETAILED | LN_REQ_VEND_CREDENTIALS};
 
 PG_FUNCTION_INFO_V1(lance_describe_table);
 Datum
 lance_describe_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, describe_table,
-							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH | LN_REQ_WITH_TABLE_URI |
-							LN_REQ_CHECK_DECLARED | LN_REQ_LOAD_DETAILED |
-							LN_REQ_VEND_CREDENTIALS);
+	return ln_run_operation(fcinfo, &ln_op_describe_table);
 }
+
+const LnOperationDef ln_op_table_exists = {"TableExists", table_exists,
+										   LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH};
 
 PG_FUNCTION_INFO_V1(lance_table_exists);
 Datum
 lance_table_exists(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, table_exists, LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH);
+	return ln_run_operation(fcinfo, &ln_op_table_exists);
 }
+
+const LnOperationDef ln_op_deregister_table = {"DeregisterTable", deregister_table,
+											   LN_REQ_DEREGISTER_TABLE};
 
 PG_FUNCTION_INFO_V1(lance_deregister_table);
 Datum
 lance_deregister_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, op_deregister_table, LN_REQ_DEREGISTER_TABLE);
+	return ln_run_operation(fcinfo, &ln_op_deregister_table);
 }
+
+const LnOperationDef ln_op_drop_table = {"DropTable", deregister_table, LN_REQ_DEREGISTER_TABLE};
 
 PG_FUNCTION_INFO_V1(lance_drop_table);
 Datum
 lance_drop_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, op_deregister_table, LN_REQ_DEREGISTER_TABLE);
+	return ln_run_operation(fcinfo, &ln_op_drop_table);
 }
+
+const LnOperationDef ln_op_rename_table = {
+	"RenameTable", rename_table, LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID};
 
 PG_FUNCTION_INFO_V1(lance_rename_table);
 Datum
 lance_rename_table(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, rename_table,
-							LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID);
+	return ln_run_operation(fcinfo, &ln_op_rename_table);
 }

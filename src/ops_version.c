@@ -21,24 +21,20 @@ typedef enum NamingScheme
 	NAMING_V2
 } NamingScheme;
 
-static const LnEnumValue naming_schemes[] = {
-	{"V1", NAMING_V1},
-	{"V2", NAMING_V2},
-	{NULL, 0}
-};
+static const LnEnumValue naming_schemes[] = {{"V1", NAMING_V1}, {"V2", NAMING_V2}, {NULL, 0}};
 
 /* One entry of a version create, with what resolving it found. */
 typedef struct VersionEntry
 {
 	const LnRequest *req;
-	int			index;			/* in the request */
-	int64		parent_id;
-	int64		table_id;
-	char	   *location;
-	bool		declared;
+	int index; /* in the request */
+	int64 parent_id;
+	int64 table_id;
+	char *location;
+	bool declared;
 	NamingScheme scheme;
 	ManifestCopy copy;
-	bool		managed;
+	bool managed;
 } VersionEntry;
 
 /*
@@ -51,8 +47,8 @@ branch_key(const LnRequest *req)
 {
 	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
 		return "";
-	ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
-			 req->branch, ln_id_string(&req->id, req->id.len));
+	ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist", req->branch,
+			 ln_id_string(&req->id, req->id.len));
 }
 
 /* Order of list-form ids: name by name, a prefix first. */
@@ -61,7 +57,7 @@ ln_compare_ids(const LnId *a, const LnId *b)
 {
 	for (int i = 0; i < a->len && i < b->len; i++)
 	{
-		int			c = strcmp(a->names[i], b->names[i]);
+		int c = strcmp(a->names[i], b->names[i]);
 
 		if (c != 0)
 			return c;
@@ -73,9 +69,9 @@ ln_compare_ids(const LnId *a, const LnId *b)
 static int
 compare_entries(const void *a, const void *b)
 {
-	const VersionEntry *x = (const VersionEntry *) a;
-	const VersionEntry *y = (const VersionEntry *) b;
-	int			c = ln_compare_ids(&x->req->id, &y->req->id);
+	const VersionEntry *x = (const VersionEntry *)a;
+	const VersionEntry *y = (const VersionEntry *)b;
+	int c = ln_compare_ids(&x->req->id, &y->req->id);
 
 	if (c != 0)
 		return c;
@@ -116,15 +112,15 @@ void
 versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVersion *out)
 {
 	VersionEntry *e = palloc0(sizeof(VersionEntry) * (n + 1));
-	int64	   *parent_ids = palloc(sizeof(int64) * (n + 1));
-	char	  **names = palloc(sizeof(char *) * (n + 1));
-	int64	   *table_ids = palloc(sizeof(int64) * (n + 1));
-	char	  **locations = palloc0(sizeof(char *) * (n + 1));
-	bool	   *declared = palloc0(sizeof(bool) * (n + 1));
+	int64 *parent_ids = palloc(sizeof(int64) * (n + 1));
+	char **names = palloc(sizeof(char *) * (n + 1));
+	int64 *table_ids = palloc(sizeof(int64) * (n + 1));
+	char **locations = palloc0(sizeof(char *) * (n + 1));
+	bool *declared = palloc0(sizeof(bool) * (n + 1));
 	CatalogVersionInsert *rows = palloc0(sizeof(CatalogVersionInsert) * (n + 1));
-	bool	   *inserted = palloc(sizeof(bool) * (n + 1));
-	int64	   *newly_with_data = palloc(sizeof(int64) * (n + 1));
-	int			nnewly = 0;
+	bool *inserted = palloc(sizeof(bool) * (n + 1));
+	int64 *newly_with_data = palloc(sizeof(int64) * (n + 1));
+	int nnewly = 0;
 
 	/* check each entry, and find its namespace */
 	for (int i = 0; i < n; i++)
@@ -141,7 +137,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		if (req->manifest_path == NULL)
 			ln_error(LN_INVALID_INPUT, "field \"manifest_path\" is required");
 		e[i].scheme = ln_parse_enum(req->naming_scheme, "naming_scheme", naming_schemes, NAMING_V2);
-		(void) branch_key(req);
+		(void)branch_key(req);
 
 		/* entries of one batch mostly share namespaces: reuse what an earlier one found */
 		e[i].parent_id = -1;
@@ -178,15 +174,15 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		e[i].managed = storage_is_managed(locations[i]);
 
 		rows[i].table_id = table_ids[i];
-		rows[i].branch = (char *) branch_key(req);
+		rows[i].branch = (char *)branch_key(req);
 		rows[i].naming_scheme = e[i].scheme == NAMING_V1 ? "V1" : "V2";
 		rows[i].version.version = req->version;
 		rows[i].version.manifest_path = req->manifest_path;
 		rows[i].version.has_manifest_size = (req->present & LN_REQ_MANIFEST_SIZE) != 0;
 		rows[i].version.manifest_size = req->manifest_size;
 		rows[i].version.e_tag = req->e_tag;
-		rows[i].version.metadata = (req->present & LN_REQ_METADATA) ? req->metadata
-			: ln_empty_map();
+		rows[i].version.metadata =
+			(req->present & LN_REQ_METADATA) ? req->metadata : ln_empty_map();
 
 		if (e[i].managed)
 		{
@@ -201,7 +197,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	catalog_insert_versions(n, rows, inserted);
 	{
 		/* report the first entry in request order whose key was taken */
-		int			first = -1;
+		int first = -1;
 
 		for (int i = 0; i < n; i++)
 			if (!inserted[i] && (first < 0 || e[i].index < e[first].index))
@@ -240,8 +236,8 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	ln_error_set_element(NULL);
 }
 
-void
-op_create_table_version(const LnRequest *req, LnResponse *resp)
+static void
+create_table_version(const LnRequest *req, LnResponse *resp)
 {
 	versions_create(req, 1, false, &resp->version);
 	resp->fields = LN_RESP_VERSION;
@@ -276,15 +272,15 @@ static void
 list_table_versions(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
-	int			limit = ln_page_limit(req);
-	int64		after = req->descending ? PG_INT64_MAX : -1;
+	int limit = ln_page_limit(req);
+	int64 after = req->descending ? PG_INT64_MAX : -1;
 	const char *branch;
 
 	get_table(req, &table);
 	branch = branch_key(req);
 	if (req->page_token != NULL && req->page_token[0] != '\0')
 	{
-		char	   *end;
+		char *end;
 
 		errno = 0;
 		after = strtoi64(req->page_token, &end, 10);
@@ -294,8 +290,8 @@ list_table_versions(const LnRequest *req, LnResponse *resp)
 
 	resp->fields = LN_RESP_VERSIONS;
 	if (limit > 0)
-		resp->nversions = catalog_list_versions(table.id, branch, req->descending, after, limit,
-												&resp->versions);
+		resp->nversions =
+			catalog_list_versions(table.id, branch, req->descending, after, limit, &resp->versions);
 	if (limit > 0 && resp->nversions == limit)
 	{
 		resp->fields |= LN_RESP_PAGE_TOKEN;
@@ -313,8 +309,9 @@ versions_get(const LnRequest *req, int64 table_id, LnTableVersion *out)
 	if (req->present & LN_REQ_VERSION)
 	{
 		if (!catalog_get_version(table_id, branch, req->version, out))
-			ln_error(LN_TABLE_VERSION_NOT_FOUND, "version " INT64_FORMAT " of table \"%s\" does not exist",
-					 req->version, ln_id_string(&req->id, req->id.len));
+			ln_error(LN_TABLE_VERSION_NOT_FOUND,
+					 "version " INT64_FORMAT " of table \"%s\" does not exist", req->version,
+					 ln_id_string(&req->id, req->id.len));
 		return;
 	}
 	if (catalog_list_versions(table_id, branch, true, PG_INT64_MAX, 1, &latest) == 0)
@@ -333,9 +330,10 @@ describe_table_version(const LnRequest *req, LnResponse *resp)
 	resp->fields = LN_RESP_VERSION;
 }
 
-/* BatchDeleteTableVersions: ranges are start-inclusive, end-exclusive; end -1 runs through the latest. */
-void
-op_delete_table_versions(const LnRequest *req, LnResponse *resp)
+/* BatchDeleteTableVersions: ranges are start-inclusive, end-exclusive; end -1 runs through the
+ * latest. */
+static void
+delete_table_versions(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	const char *branch;
@@ -349,47 +347,60 @@ op_delete_table_versions(const LnRequest *req, LnResponse *resp)
 	for (int i = 0; i < req->nranges; i++)
 	{
 		const LnVersionRange *r = &req->ranges[i];
-		int64		last = r->end_version < 0 ? PG_INT64_MAX : r->end_version - 1;
+		int64 last = r->end_version < 0 ? PG_INT64_MAX : r->end_version - 1;
 
 		if (last >= r->start_version)
-			resp->deleted_count += catalog_delete_versions(table.id, branch, r->start_version,
-														   last);
+			resp->deleted_count +=
+				catalog_delete_versions(table.id, branch, r->start_version, last);
 	}
 }
+
+const LnOperationDef ln_op_list_table_versions = {"ListTableVersions", list_table_versions,
+												  LN_REQ_LIST | LN_REQ_BRANCH | LN_REQ_DESCENDING};
 
 PG_FUNCTION_INFO_V1(lance_list_table_versions);
 Datum
 lance_list_table_versions(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, list_table_versions,
-							LN_REQ_LIST | LN_REQ_BRANCH | LN_REQ_DESCENDING);
+	return ln_run_operation(fcinfo, &ln_op_list_table_versions);
 }
+
+const LnOperationDef ln_op_create_table_version = {"CreateTableVersion", create_table_version,
+												   LN_REQ_CREATE_TABLE_VERSION};
 
 PG_FUNCTION_INFO_V1(lance_create_table_version);
 Datum
 lance_create_table_version(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, op_create_table_version, LN_REQ_CREATE_TABLE_VERSION);
+	return ln_run_operation(fcinfo, &ln_op_create_table_version);
 }
+
+const LnOperationDef ln_op_describe_table_version = {"DescribeTableVersion", describe_table_version,
+													 LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH};
 
 PG_FUNCTION_INFO_V1(lance_describe_table_version);
 Datum
 lance_describe_table_version(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, describe_table_version,
-							LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH);
+	return ln_run_operation(fcinfo, &ln_op_describe_table_version);
 }
+
+const LnOperationDef ln_op_batch_delete_table_versions = {
+	"BatchDeleteTableVersions", delete_table_versions, LN_REQ_DELETE_TABLE_VERSIONS};
 
 PG_FUNCTION_INFO_V1(lance_batch_delete_table_versions);
 Datum
 lance_batch_delete_table_versions(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, op_delete_table_versions, LN_REQ_DELETE_TABLE_VERSIONS);
+	return ln_run_operation(fcinfo, &ln_op_batch_delete_table_versions);
 }
+
+const LnOperationDef ln_op_batch_create_table_versions = {
+	"BatchCreateTableVersions", batch_create_table_versions, LN_REQ_ENTRIES};
 
 PG_FUNCTION_INFO_V1(lance_batch_create_table_versions);
 Datum
 lance_batch_create_table_versions(PG_FUNCTION_ARGS)
 {
-	return ln_run_operation(fcinfo, batch_create_table_versions, LN_REQ_ENTRIES);
+	return ln_run_operation(fcinfo, &ln_op_batch_create_table_versions);
 }

@@ -15,7 +15,7 @@
 
 /* Page size when the request gives no limit, and the largest page we send. */
 #define LN_DEFAULT_PAGE_LIMIT 1000
-#define LN_MAX_PAGE_LIMIT 10000
+#define LN_MAX_PAGE_LIMIT	  10000
 
 static void raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
 
@@ -29,23 +29,23 @@ static void raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
  * else touches the database; the transaction is aborting in any case.
  */
 Datum
-ln_run_operation(FunctionCallInfo fcinfo, LnOperation op, uint32 known_fields)
+ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	LnRequest	req;
-	LnResponse	resp;
-	Jsonb	   *result = NULL;
+	LnRequest req;
+	LnResponse resp;
+	Jsonb *result = NULL;
 
 	ln_error_set_element(NULL);
 	PG_TRY();
 	{
 		if (PG_ARGISNULL(0))
 			ln_error(LN_INVALID_INPUT, "the request must be a JSON object, not NULL");
-		json_decode_request(PG_GETARG_JSONB_P(0), known_fields, &req);
+		json_decode_request(PG_GETARG_JSONB_P(0), op->known_fields, &req);
 
 		memset(&resp, 0, sizeof(resp));
 		catalog_begin();
-		op(&req, &resp);
+		op->run(&req, &resp);
 		catalog_end();
 
 		result = json_encode_response(&resp);
@@ -62,8 +62,8 @@ ln_run_operation(FunctionCallInfo fcinfo, LnOperation op, uint32 known_fields)
 static void
 raise_as_lance_error(MemoryContext cxt)
 {
-	ErrorData  *edata;
-	int			code;
+	ErrorData *edata;
+	int code;
 
 	MemoryContextSwitchTo(cxt);
 	edata = CopyErrorData();
@@ -74,13 +74,11 @@ raise_as_lance_error(MemoryContext cxt)
 
 	FlushErrorState();
 	if (code == LN_INTERNAL)
-		ereport(LOG,
-				(errmsg_internal("lance_namespace: internal error: %s", edata->message)));
+		ereport(LOG, (errmsg_internal("lance_namespace: internal error: %s", edata->message)));
 	if (code == LN_CONCURRENT_MODIFICATION)
-		ln_error_detail(code,
-						psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode),
-								 edata->message),
-						"the catalog was changed by a concurrent transaction; retry the request");
+		ln_error_detail(
+			code, psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode), edata->message),
+			"the catalog was changed by a concurrent transaction; retry the request");
 	ln_error_detail(code, psprintf("SQLSTATE %s", unpack_sql_state(edata->sqlerrcode)), "%s",
 					edata->message);
 }
@@ -94,8 +92,8 @@ int
 ln_parse_enum(const char *given, const char *field, const LnEnumValue *values, int default_value)
 {
 	StringInfoData accepted;
-	char	   *folded;
-	int			n = 0;
+	char *folded;
+	int n = 0;
 
 	if (given == NULL)
 		return default_value;
@@ -103,7 +101,7 @@ ln_parse_enum(const char *given, const char *field, const LnEnumValue *values, i
 	folded = palloc(strlen(given) + 1);
 	for (const char *c = given; *c; c++)
 		if (*c != '_')
-			folded[n++] = pg_ascii_tolower((unsigned char) *c);
+			folded[n++] = pg_ascii_tolower((unsigned char)*c);
 	folded[n] = '\0';
 
 	for (const LnEnumValue *v = values; v->name != NULL; v++)
@@ -113,8 +111,8 @@ ln_parse_enum(const char *given, const char *field, const LnEnumValue *values, i
 	initStringInfo(&accepted);
 	for (const LnEnumValue *v = values; v->name != NULL; v++)
 		appendStringInfo(&accepted, "%s%s", v == values ? "" : ", ", v->name);
-	ln_error(LN_INVALID_INPUT, "field \"%s\" has unknown value \"%s\" (accepted: %s)",
-			 field, given, accepted.data);
+	ln_error(LN_INVALID_INPUT, "field \"%s\" has unknown value \"%s\" (accepted: %s)", field, given,
+			 accepted.data);
 }
 
 void
@@ -152,7 +150,7 @@ ln_id_string(const LnId *id, int len)
 LnId
 ln_id_prefix(const LnId *id, int len)
 {
-	LnId		prefix = {len, id->names};
+	LnId prefix = {len, id->names};
 
 	return prefix;
 }
@@ -162,7 +160,7 @@ ln_page_limit(const LnRequest *req)
 {
 	if ((req->present & LN_REQ_LIMIT) == 0)
 		return LN_DEFAULT_PAGE_LIMIT;
-	return (int) Min(req->limit, LN_MAX_PAGE_LIMIT);
+	return (int)Min(req->limit, LN_MAX_PAGE_LIMIT);
 }
 
 /*
@@ -187,7 +185,7 @@ ln_cut_page(LnResponse *resp, int limit)
 LnMap
 ln_empty_map(void)
 {
-	LnMap		map = {0, NULL, NULL};
+	LnMap map = {0, NULL, NULL};
 
 	return map;
 }

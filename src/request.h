@@ -10,18 +10,18 @@
 /* One accepted spelling of an enumerated request value. */
 typedef struct LnEnumValue
 {
-	const char *name;			/* PascalCase, as the spec writes it */
-	int			value;
+	const char *name; /* PascalCase, as the spec writes it */
+	int value;
 } LnEnumValue;
 
-extern int	ln_parse_enum(const char *given, const char *field, const LnEnumValue *values,
-						  int default_value);
+extern int ln_parse_enum(const char *given, const char *field, const LnEnumValue *values,
+						 int default_value);
 extern void ln_require_id(const LnRequest *req);
 extern void ln_require_table_id(const LnRequest *req);
 extern char *ln_id_string(const LnId *id, int len);
 extern LnId ln_id_prefix(const LnId *id, int len);
-extern int	ln_page_limit(const LnRequest *req);
+extern int ln_page_limit(const LnRequest *req);
 extern void ln_cut_page(LnResponse *resp, int limit);
 extern LnMap ln_empty_map(void);
 
-#endif							/* LN_REQUEST_H */
+#endif /* LN_REQUEST_H */

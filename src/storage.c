@@ -31,10 +31,10 @@
 /* A final manifest this transaction made, to remove again if it rolls back. */
 typedef struct MadeManifest
 {
-	char	   *final_file;
-	char	   *staging_file;
-	dev_t		dev;			/* identify our file: after an abort another */
-	ino_t		ino;			/* writer may already have put its own there */
+	char *final_file;
+	char *staging_file;
+	dev_t dev; /* identify our file: after an abort another */
+	ino_t ino; /* writer may already have put its own there */
 	SubTransactionId subid;
 	struct MadeManifest *next;
 } MadeManifest;
@@ -62,7 +62,7 @@ path_is_plain(const char *path)
 		c++;
 	while (*c)
 	{
-		size_t		len = strcspn(c, "/");
+		size_t len = strcspn(c, "/");
 
 		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
 			return false;
@@ -80,7 +80,7 @@ path_is_plain(const char *path)
 static char *
 location_local_path(const char *location)
 {
-	char	   *path;
+	char *path;
 
 	if (strncmp(location, "file://", 7) == 0)
 		location += 7;
@@ -100,22 +100,22 @@ location_local_path(const char *location)
 bool
 storage_is_managed(const char *location)
 {
-	char	   *path = location_local_path(location);
-	char	   *roots;
-	List	   *root_list;
-	ListCell   *lc;
-	bool		managed = false;
+	char *path = location_local_path(location);
+	char *roots;
+	List *root_list;
+	ListCell *lc;
+	bool managed = false;
 
 	if (path == NULL || ln_local_roots == NULL || ln_local_roots[0] == '\0')
 		return false;
 
 	roots = pstrdup(ln_local_roots);
 	if (!SplitDirectoriesString(roots, ',', &root_list))
-		return false;			/* the setting's check hook refuses such a value */
-	foreach(lc, root_list)
+		return false; /* the setting's check hook refuses such a value */
+	foreach (lc, root_list)
 	{
-		char	   *root = (char *) lfirst(lc);
-		size_t		len = strlen(root);
+		char *root = (char *)lfirst(lc);
+		size_t len = strlen(root);
 
 		while (len > 1 && root[len - 1] == '/')
 			len--;
@@ -138,16 +138,16 @@ void
 storage_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
 					   const char *manifest_path, ManifestCopy *copy)
 {
-	char	   *table_dir = location_local_path(location);
-	char	   *versions_dir;
-	char	   *staging;
-	char	   *slash;
-	char	   *final_name;
+	char *table_dir = location_local_path(location);
+	char *versions_dir;
+	char *staging;
+	char *slash;
+	char *final_name;
 	struct stat st;
 
 	Assert(table_dir != NULL);
 	versions_dir = branch ? psprintf("%s/tree/%s/_versions", table_dir, branch)
-		: psprintf("%s/_versions", table_dir);
+						  : psprintf("%s/_versions", table_dir);
 
 	/* Lance sends object store paths: no scheme and no leading slash */
 	staging = pstrdup(manifest_path);
@@ -157,11 +157,11 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 		staging = psprintf("/%s", staging);
 	slash = strrchr(staging, '/');
 	if (!path_is_plain(staging) || slash[1] == '\0' ||
-		strlen(versions_dir) != (size_t) (slash - staging) ||
+		strlen(versions_dir) != (size_t)(slash - staging) ||
 		strncmp(staging, versions_dir, slash - staging) != 0)
-		ln_error_detail(LN_INVALID_INPUT, psprintf("The table's manifests live in %s.", versions_dir),
-						"manifest_path \"%s\" is not a file in the table's _versions folder",
-						manifest_path);
+		ln_error_detail(
+			LN_INVALID_INPUT, psprintf("The table's manifests live in %s.", versions_dir),
+			"manifest_path \"%s\" is not a file in the table's _versions folder", manifest_path);
 
 	if (lstat(versions_dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		ln_error(LN_INVALID_INPUT, "the table's _versions folder \"%s\" is not a folder",
@@ -174,15 +174,14 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 	if (v1_naming)
 		final_name = psprintf(INT64_FORMAT ".manifest", version);
 	else
-		final_name = psprintf("%020llu.manifest",
-							  (unsigned long long) (PG_UINT64_MAX - (uint64) version));
+		final_name =
+			psprintf("%020llu.manifest", (unsigned long long)(PG_UINT64_MAX - (uint64)version));
 
 	copy->staging_file = staging;
 	copy->final_file = psprintf("%s/%s", versions_dir, final_name);
-	copy->final_path = psprintf("%.*s%s",
-								(int) (strrchr(manifest_path, '/') - manifest_path + 1),
+	copy->final_path = psprintf("%.*s%s", (int)(strrchr(manifest_path, '/') - manifest_path + 1),
 								manifest_path, final_name);
-	copy->size = (int64) st.st_size;
+	copy->size = (int64)st.st_size;
 	copy->already_final = strcmp(slash + 1, final_name) == 0;
 }
 
@@ -196,11 +195,11 @@ raise_io_error(const char *what, const char *path, int err)
 static int64
 copy_file_flushed(const char *src, const char *dst)
 {
-	int			in = OpenTransientFile(src, O_RDONLY | O_NOFOLLOW | PG_BINARY);
-	int			out;
-	char		buf[65536];
-	int64		total = 0;
-	ssize_t		n;
+	int in = OpenTransientFile(src, O_RDONLY | O_NOFOLLOW | PG_BINARY);
+	int out;
+	char buf[65536];
+	int64 total = 0;
+	ssize_t n;
 	struct stat st;
 
 	if (in < 0)
@@ -216,7 +215,7 @@ copy_file_flushed(const char *src, const char *dst)
 
 	while ((n = read(in, buf, sizeof(buf))) != 0)
 	{
-		ssize_t		off = 0;
+		ssize_t off = 0;
 
 		if (n < 0)
 		{
@@ -226,7 +225,7 @@ copy_file_flushed(const char *src, const char *dst)
 		}
 		while (off < n)
 		{
-			ssize_t		w = write(out, buf + off, n - off);
+			ssize_t w = write(out, buf + off, n - off);
 
 			if (w < 0 && errno == EINTR)
 				continue;
@@ -246,7 +245,7 @@ copy_file_flushed(const char *src, const char *dst)
 static void
 flush_folder(const char *file)
 {
-	char	   *dir = pstrdup(file);
+	char *dir = pstrdup(file);
 
 	*strrchr(dir, '/') = '\0';
 	fsync_fname(dir, true);
@@ -260,18 +259,18 @@ flush_folder(const char *file)
 void
 storage_materialize_manifest(const ManifestCopy *copy)
 {
-	char	   *temp;
-	uint32		nonce;
+	char *temp;
+	uint32 nonce;
 	MadeManifest *made;
 	MemoryContext old;
 	struct stat st;
-	int64		copied;
+	int64 copied;
 
 	if (copy->already_final)
 		return;
 
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
-		nonce = (uint32) MyProcPid;
+		nonce = (uint32)MyProcPid;
 	temp = psprintf("%s.tmp-%d-%08x", copy->final_file, MyProcPid, nonce);
 
 	PG_TRY();
@@ -324,7 +323,8 @@ remove_made_manifest(const MadeManifest *made)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("lance_namespace: could not remove manifest \"%s\" of a rolled back "
-						"version: %m", made->final_file)));
+						"version: %m",
+						made->final_file)));
 }
 
 static void
@@ -343,10 +343,10 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			/* the versions are committed: their staging files have served */
 			for (MadeManifest *m = made_manifests; m != NULL; m = m->next)
 				if (unlink(m->staging_file) != 0 && errno != ENOENT)
-					ereport(WARNING,
-							(errcode_for_file_access(),
-							 errmsg("lance_namespace: could not remove staging manifest "
-									"\"%s\": %m", m->staging_file)));
+					ereport(WARNING, (errcode_for_file_access(),
+									  errmsg("lance_namespace: could not remove staging manifest "
+											 "\"%s\": %m",
+											 m->staging_file)));
 			made_manifests = NULL;
 			break;
 		case XACT_EVENT_ABORT:
@@ -361,8 +361,8 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 }
 
 static void
-storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg pg_attribute_unused())
+storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+						 void *arg pg_attribute_unused())
 {
 	MadeManifest **link = &made_manifests;
 

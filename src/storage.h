@@ -12,11 +12,11 @@
 /* A staged manifest checked and ready to be materialized. */
 typedef struct ManifestCopy
 {
-	char	   *staging_file;	/* file system path of the staging manifest */
-	char	   *final_file;		/* file system path of the final manifest */
-	char	   *final_path;		/* the final path in the form the client sent */
-	int64		size;
-	bool		already_final;	/* the client sent the final name itself */
+	char *staging_file; /* file system path of the staging manifest */
+	char *final_file;	/* file system path of the final manifest */
+	char *final_path;	/* the final path in the form the client sent */
+	int64 size;
+	bool already_final; /* the client sent the final name itself */
 } ManifestCopy;
 
 extern void storage_init(void);
@@ -25,4 +25,4 @@ extern void storage_check_manifest(const char *location, const char *branch, int
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);
 
-#endif							/* LN_STORAGE_H */
+#endif /* LN_STORAGE_H */
