@@ -15,7 +15,8 @@ OBJS = \
 	src/ops_namespace.o \
 	src/ops_table.o \
 	src/ops_version.o \
-	src/ops_batch.o
+	src/ops_batch.o \
+	src/rest.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"

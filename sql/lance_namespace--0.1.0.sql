@@ -124,3 +124,10 @@ CREATE FUNCTION lance_batch_create_table_versions(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 CREATE FUNCTION lance_batch_commit_tables(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+-- The REST binding: one HTTP request in, its status, headers and body out,
+-- so that a gateway in front needs no knowledge of Lance.
+CREATE FUNCTION lance_rest(method text, path text, query text DEFAULT NULL, body text DEFAULT NULL,
+                           headers jsonb DEFAULT NULL,
+                           OUT status integer, OUT response_headers jsonb, OUT response_body text)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;

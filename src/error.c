@@ -89,6 +89,7 @@ ln_error_code_of_sqlstate(int sqlerrcode)
 			return LN_INVALID_INPUT;
 		case ERRCODE_INSUFFICIENT_RESOURCES:
 		case ERRCODE_OPERATOR_INTERVENTION:
+		case ERRCODE_INVALID_TRANSACTION_STATE: /* a read-only transaction or standby */
 			return LN_SERVICE_UNAVAILABLE;
 		default:
 			break;

@@ -22,6 +22,7 @@
 
 #include "error.h"
 #include "json_edge.h"
+#include "request.h"
 
 /* Longest object name we accept; longer names could not be indexed. */
 #define LN_MAX_NAME_BYTES 1024
@@ -39,11 +40,12 @@ typedef enum FieldType
 	FIELD_TEXT,	  /* non-empty string */
 	FIELD_STRING, /* any string */
 	FIELD_BOOL,
-	FIELD_COUNT,	 /* integer >= 0 */
-	FIELD_MAP,		 /* object of strings */
-	FIELD_RANGES,	 /* array of VersionRange */
-	FIELD_ENTRIES,	 /* array of CreateTableVersionEntry */
-	FIELD_OPERATIONS /* array of CommitTableOperation */
+	FIELD_COUNT,	  /* integer >= 0 */
+	FIELD_MAP,		  /* object of strings */
+	FIELD_RANGES,	  /* array of VersionRange */
+	FIELD_ENTRIES,	  /* array of CreateTableVersionEntry */
+	FIELD_OPERATIONS, /* array of CommitTableOperation */
+	FIELD_IDENTITY	  /* the spec's Identity */
 } FieldType;
 
 typedef struct RequestField
@@ -84,6 +86,8 @@ static const RequestField request_fields[] = {
 	{"ranges", LN_REQ_RANGES, FIELD_RANGES, offsetof(LnRequest, nranges)},
 	{"entries", LN_REQ_ENTRIES, FIELD_ENTRIES, offsetof(LnRequest, nentries)},
 	{"operations", LN_REQ_OPERATIONS, FIELD_OPERATIONS, offsetof(LnRequest, noperations)},
+	{"identity", LN_REQ_IDENTITY, FIELD_IDENTITY, offsetof(LnRequest, api_key)},
+	{"context", LN_REQ_CONTEXT, FIELD_MAP, offsetof(LnRequest, context)},
 };
 
 /* The keys of a CommitTableOperation, in LnCommitKind order, with what each knows. */
@@ -98,6 +102,7 @@ static const struct
 	[LN_COMMIT_DEREGISTER_TABLE] = {"deregister_table", LN_REQ_DEREGISTER_TABLE},
 };
 
+static json_object *new_string_array(int n, char **strings);
 static void decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 								  LnRequest *req);
 
@@ -201,16 +206,24 @@ decode_map(json_object *value, const char *prefix, const char *field, LnMap *map
 static int64
 decode_integer(json_object *value, const char *prefix, const char *field)
 {
-	int64 n;
+	double d;
 
 	if (json_object_is_type(value, json_type_int))
-		n = json_object_get_int64(value);
-	else if (json_object_is_type(value, json_type_double) &&
-			 json_object_get_double(value) == (double)(int64)json_object_get_double(value))
-		n = (int64)json_object_get_double(value);
-	else
+	{
+		/* json-c keeps integers above INT64_MAX as unsigned */
+		if (json_object_get_int64(value) == PG_INT64_MAX &&
+			json_object_get_uint64(value) > (uint64)PG_INT64_MAX)
+			ln_error(LN_INVALID_INPUT, "field \"%s%s\" is out of range", prefix, field);
+		return json_object_get_int64(value);
+	}
+	if (!json_object_is_type(value, json_type_double))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
-	return n;
+	d = json_object_get_double(value);
+	if (!(d >= -9.2e18 && d <= 9.2e18))
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" is out of range", prefix, field);
+	if (d != (double)(int64)d)
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
+	return (int64)d;
 }
 
 static int64
@@ -323,6 +336,20 @@ decode_operations(json_object *value, const char *prefix, const char *field, LnR
 	}
 }
 
+static void
+decode_identity(json_object *value, const char *prefix, const char *field, LnRequest *req)
+{
+	char *dotted = psprintf("%s%s.", prefix, field);
+	json_object *member;
+
+	if (!json_object_is_type(value, json_type_object))
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an object", prefix, field);
+	if (json_object_object_get_ex(value, "api_key", &member) && member != NULL)
+		req->api_key = decode_name(member, dotted, "api_key", false);
+	if (json_object_object_get_ex(value, "auth_token", &member) && member != NULL)
+		req->auth_token = decode_name(member, dotted, "auth_token", false);
+}
+
 /*
  * Decode the members of request object `obj` that `known_fields` names.
  * `prefix` is put before field names in error messages, so that an error in
@@ -332,6 +359,7 @@ static void
 decode_request_object(json_object *obj, const char *prefix, uint32 known_fields, LnRequest *req)
 {
 	memset(req, 0, sizeof(LnRequest));
+	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
 	req->include_declared = true;
 	req->delimiter = "$";
 
@@ -391,6 +419,9 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 			case FIELD_OPERATIONS:
 				decode_operations(value, prefix, f->key, req);
 				break;
+			case FIELD_IDENTITY:
+				decode_identity(value, prefix, f->key, req);
+				break;
 		}
 		req->present |= f->bit;
 	}
@@ -409,6 +440,165 @@ json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req)
 		ln_error(LN_INTERNAL, "could not parse the request: %s", json_tokener_error_desc(jerr));
 	decode_request_object(tree->root, "", known_fields, req);
 	release_tree(tree);
+}
+
+/* The request field named `key` that `known_fields` includes, or NULL. */
+static const RequestField *
+find_field(const char *key, uint32 known_fields)
+{
+	for (size_t i = 0; i < lengthof(request_fields); i++)
+		if ((known_fields & request_fields[i].bit) && strcmp(request_fields[i].key, key) == 0)
+			return &request_fields[i];
+	return NULL;
+}
+
+/* A query parameter's text as the JSON value its request field takes. */
+static json_object *
+query_value(const RequestField *f, const char *value)
+{
+	if (f->type == FIELD_BOOL)
+	{
+		if (pg_strcasecmp(value, "true") == 0)
+			return json_object_new_boolean(true);
+		if (pg_strcasecmp(value, "false") == 0)
+			return json_object_new_boolean(false);
+		ln_error(LN_INVALID_INPUT, "query parameter \"%s\" must be true or false", f->key);
+	}
+	if (f->type == FIELD_COUNT)
+	{
+		char *end;
+		int64 n;
+
+		errno = 0;
+		n = strtoi64(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0')
+			ln_error(LN_INVALID_INPUT, "query parameter \"%s\" must be an integer", f->key);
+		return json_object_new_int64(n);
+	}
+	return json_object_new_string(value);
+}
+
+static bool
+same_id(json_object *array, const LnId *id)
+{
+	if (!json_object_is_type(array, json_type_array) ||
+		(int)json_object_array_length(array) != id->len)
+		return false;
+	for (int i = 0; i < id->len; i++)
+	{
+		json_object *name = json_object_array_get_idx(array, i);
+
+		if (!json_object_is_type(name, json_type_string) ||
+			strcmp(json_object_get_string(name), id->names[i]) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Decode an HTTP request of the REST binding: the JSON body (none or "null"
+ * is {}), with the query parameters that are request fields merged in and
+ * winning, the path's id (a body id that differs is an error), identity from
+ * the x-api-key and Authorization headers, and the other headers in context
+ * as "header.<name>".  `path_id` is NULL for routes without one.
+ */
+void
+json_decode_http_request(const char *body, const LnId *path_id, const LnMap *query,
+						 const LnMap *headers, uint32 known_fields, LnRequest *req)
+{
+	static const char *const plain_headers[] = {"accept",	  "accept-encoding", "authorization",
+												"connection", "content-length",	 "content-type",
+												"host",		  "user-agent",		 "x-api-key"};
+	JsonTree *tree;
+	json_object *root = NULL;
+	json_object *identity;
+	json_object *context;
+	json_object *id;
+
+	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
+	if (body != NULL && body[strspn(body, " \t\r\n")] != '\0')
+	{
+		enum json_tokener_error jerr;
+
+		root = json_tokener_parse_verbose(body, &jerr);
+		if (root == NULL && jerr != json_tokener_success)
+			ln_error(LN_INVALID_INPUT, "the request body is not JSON: %s",
+					 json_tokener_error_desc(jerr));
+	}
+	if (root == NULL) /* no body, or the literal null */
+		root = json_object_new_object();
+	tree = guard_tree(root);
+	if (!json_object_is_type(root, json_type_object))
+		ln_error(LN_INVALID_INPUT, "the request body must be a JSON object");
+
+	for (int i = 0; i < query->len; i++)
+	{
+		const RequestField *f = find_field(query->keys[i], known_fields);
+
+		if (f != NULL && f->type != FIELD_ID && f->type != FIELD_MAP && f->type < FIELD_RANGES)
+			json_object_object_add(root, f->key, query_value(f, query->values[i]));
+	}
+
+	if (path_id != NULL)
+	{
+		if (json_object_object_get_ex(root, "id", &id) && id != NULL && !same_id(id, path_id))
+			ln_error(LN_INVALID_INPUT, "the body's id does not match the id in the path \"%s\"",
+					 ln_id_string(path_id, path_id->len));
+		json_object_object_add(root, "id", new_string_array(path_id->len, path_id->names));
+	}
+
+	/* identity and context from headers win over the body's */
+	if (!json_object_object_get_ex(root, "identity", &identity) ||
+		!json_object_is_type(identity, json_type_object))
+	{
+		identity = json_object_new_object();
+		json_object_object_add(root, "identity", identity);
+	}
+	if (!json_object_object_get_ex(root, "context", &context) ||
+		!json_object_is_type(context, json_type_object))
+	{
+		context = json_object_new_object();
+		json_object_object_add(root, "context", context);
+	}
+	for (int i = 0; i < headers->len; i++)
+	{
+		const char *name = headers->keys[i];
+		const char *value = headers->values[i];
+		bool plain = false;
+
+		if (strcmp(name, "x-api-key") == 0)
+			json_object_object_add(identity, "api_key", json_object_new_string(value));
+		else if (strcmp(name, "authorization") == 0 && pg_strncasecmp(value, "bearer ", 7) == 0)
+			json_object_object_add(identity, "auth_token", json_object_new_string(value + 7));
+		for (size_t k = 0; k < lengthof(plain_headers); k++)
+			plain = plain || strcmp(name, plain_headers[k]) == 0;
+		if (!plain)
+			json_object_object_add(context, psprintf("header.%s", name),
+								   json_object_new_string(value));
+	}
+
+	decode_request_object(root, "", known_fields, req);
+	release_tree(tree);
+}
+
+/* The request headers given to the REST dispatch as a jsonb object, names in lower case. */
+LnMap
+json_decode_headers(Jsonb *headers)
+{
+	LnRequest holder;
+	char *text = JsonbToCString(NULL, &headers->root, VARSIZE(headers));
+	JsonTree *tree;
+	enum json_tokener_error jerr;
+
+	tree = guard_tree(json_tokener_parse_verbose(text, &jerr));
+	if (tree->root == NULL)
+		ln_error(LN_INTERNAL, "could not parse the headers: %s", json_tokener_error_desc(jerr));
+	decode_map(tree->root, "", "headers", &holder.properties);
+	release_tree(tree);
+	for (int i = 0; i < holder.properties.len; i++)
+		for (char *c = holder.properties.keys[i]; *c; c++)
+			*c = pg_ascii_tolower((unsigned char)*c);
+	return holder.properties;
 }
 
 static json_object *
@@ -431,9 +621,9 @@ new_map(const LnMap *map)
 	return obj;
 }
 
-/* Turn a finished json-c tree into jsonb and release the tree. */
-static Jsonb *
-tree_to_jsonb(json_object *root)
+/* Turn a finished json-c tree into palloc'ed JSON text and release the tree. */
+static char *
+tree_to_text(json_object *root)
 {
 	JsonTree *tree = guard_tree(root);
 	char *text;
@@ -441,6 +631,14 @@ tree_to_jsonb(json_object *root)
 	text = pstrdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
 															JSON_C_TO_STRING_NOSLASHESCAPE));
 	release_tree(tree);
+	return text;
+}
+
+static Jsonb *
+tree_to_jsonb(json_object *root)
+{
+	char *text = tree_to_text(root);
+
 	return DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(text)));
 }
 
@@ -531,20 +729,28 @@ json_encode_response(const LnResponse *resp)
 	return tree_to_jsonb(new_response(resp));
 }
 
+/* The response as JSON text, for an HTTP body. */
+char *
+json_encode_response_text(const LnResponse *resp)
+{
+	return tree_to_text(new_response(resp));
+}
+
+Jsonb *
+json_encode_map(const LnMap *map)
+{
+	return tree_to_jsonb(new_map(map));
+}
+
 /* The spec's ErrorResponse, {"code": N, "error": "..."}, as JSON text. */
 char *
 json_error_body(int code, const char *message, const char *detail)
 {
 	json_object *obj = json_object_new_object();
-	JsonTree *tree = guard_tree(obj);
-	char *text;
 
 	json_object_object_add(obj, "code", json_object_new_int(code));
 	json_object_object_add(obj, "error", json_object_new_string(message));
 	if (detail != NULL)
 		json_object_object_add(obj, "detail", json_object_new_string(detail));
-	text = pstrdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-														   JSON_C_TO_STRING_NOSLASHESCAPE));
-	release_tree(tree);
-	return text;
+	return tree_to_text(obj);
 }

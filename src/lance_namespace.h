@@ -61,6 +61,9 @@ typedef struct LnMap
 #define LN_REQ_RANGES			(1u << 23)
 #define LN_REQ_ENTRIES			(1u << 24)
 #define LN_REQ_OPERATIONS		(1u << 25)
+/* identity and context belong to every request */
+#define LN_REQ_IDENTITY (1u << 26)
+#define LN_REQ_CONTEXT	(1u << 27)
 
 #define LN_REQ_LIST (LN_REQ_ID | LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT)
 
@@ -122,6 +125,9 @@ typedef struct LnRequest
 	struct LnRequest *entries;
 	int noperations; /* BatchCommitTables */
 	LnCommitOperation *operations;
+	char *api_key;	  /* identity.api_key */
+	char *auth_token; /* identity.auth_token */
+	LnMap context;
 } LnRequest;
 
 struct LnCommitOperation

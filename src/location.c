@@ -18,18 +18,21 @@ is_safe_path_byte(unsigned char c)
 
 /*
  * Append one object name as one path segment.  Names may hold any character,
- * so everything but letters, digits, '-', '_' and '.' is percent-encoded; a
- * name made only of dots ("." or "..") is encoded whole, so that no name can
- * climb out of its folder.
+ * so everything but letters, digits, '-', '_' and '.' is percent-encoded.  A
+ * name made only of dots ("." or "..") has no safe encoding: URI parsers read
+ * "%2E%2E" as "..", which would climb out of the folder.  Such a namespace
+ * needs an explicit location.
  */
 static void
 append_path_segment(StringInfo buf, const char *name)
 {
-	bool only_dots = strspn(name, ".") == strlen(name);
+	if (strspn(name, ".") == strlen(name))
+		ln_error_detail(LN_INVALID_INPUT, "Give the table a location.",
+						"cannot derive a table location through the name \"%s\"", name);
 
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 	{
-		if (is_safe_path_byte(*c) && !(only_dots && *c == '.'))
+		if (is_safe_path_byte(*c))
 			appendStringInfoChar(buf, (char)*c);
 		else
 			appendStringInfo(buf, "%%%02X", *c);

@@ -58,7 +58,13 @@ create_namespace(const LnRequest *req, LnResponse *resp)
 
 	ln_require_id(req);
 	if (req->id.len == 0)
-		ln_error(LN_NAMESPACE_ALREADY_EXISTS, "the root namespace always exists");
+	{
+		if (mode != CREATE_MODE_EXIST_OK)
+			ln_error(LN_NAMESPACE_ALREADY_EXISTS, "the root namespace always exists");
+		resp->fields = LN_RESP_PROPERTIES;
+		resp->properties = ln_empty_map();
+		return;
+	}
 	name = req->id.names[req->id.len - 1];
 
 	if (!objects_find_namespace(&req->id, req->id.len - 1, false, &parent, NULL))

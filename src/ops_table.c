@@ -124,11 +124,16 @@ list_all_tables(const LnRequest *req, LnResponse *resp)
 
 /* The location a declared table gets when the request gives none. */
 static char *
-derive_location(const LnRequest *req, const LocationBase *base)
+derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 {
 	LnId below;
 	const char *root = base->base;
 	int level = base->level;
+	CatalogObject existing;
+
+	/* a name that is taken answers as taken, whatever the location would have been */
+	if (catalog_lookup_child(ns_id, table_name_of(req), false, &existing))
+		raise_name_taken(&req->id, &existing);
 
 	if (root == NULL)
 	{
@@ -161,7 +166,7 @@ declare_table(const LnRequest *req, LnResponse *resp)
 	table.is_table = true;
 	table.declared = true;
 	table.properties = properties;
-	table.location = req->location ? req->location : derive_location(req, &base);
+	table.location = req->location ? req->location : derive_location(req, ns.id, &base);
 
 	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location, true) ==
 		0)

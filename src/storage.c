@@ -73,9 +73,35 @@ path_is_plain(const char *path)
 	return true;
 }
 
+/* Decode a file:// URI's %XX escapes; NULL if one decodes to a NUL byte. */
+static char *
+uri_path_decode(const char *s)
+{
+	char *out = palloc(strlen(s) + 1);
+	size_t n = 0;
+
+	for (; *s; s++)
+	{
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2]))
+		{
+			char hex[3] = {s[1], s[2], '\0'};
+
+			out[n] = (char)strtol(hex, NULL, 16);
+			if (out[n++] == '\0')
+				return NULL;
+			s += 2;
+		}
+		else
+			out[n++] = *s;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 /*
  * The absolute file system path a location names, or NULL if it names none
  * we can use: an object store URI, a relative path, or a path with ".".
+ * A file:// URI is percent-decoded, as Lance decodes it.
  */
 static char *
 location_local_path(const char *location)
@@ -83,7 +109,11 @@ location_local_path(const char *location)
 	char *path;
 
 	if (strncmp(location, "file://", 7) == 0)
-		location += 7;
+	{
+		location = uri_path_decode(location + 7);
+		if (location == NULL)
+			return NULL;
+	}
 	if (location[0] != '/' || !path_is_plain(location))
 		return NULL;
 	path = pstrdup(location);
