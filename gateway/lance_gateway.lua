@@ -1,0 +1,104 @@
+-- lance_gateway: nginx (lua module) in front of the lance_namespace extension.
+--
+-- The gateway knows nothing of Lance: it hands each /v1/ request (method, raw
+-- path, raw query string, body, headers) to the SQL function lance_rest(),
+-- with bound parameters, and writes back the status, headers and body it
+-- answers.  Each nginx worker keeps one database connection.
+local DBI = require("DBI")
+local cjson = require("cjson.safe")
+
+local M = {}
+
+local dbh, sth
+
+local SQL = "SELECT status, response_headers::text, response_body"
+	.. " FROM lance_rest(?, ?, ?, ?, ?::jsonb)"
+
+local function connect()
+	local conf = ngx.var
+	local conn, err = DBI.Connect("PostgreSQL", conf.lance_db, conf.lance_user, "",
+		conf.lance_host, tonumber(conf.lance_port))
+	if not conn then
+		return nil, err
+	end
+	conn:autocommit(true)
+	local stmt, perr = conn:prepare(SQL)
+	if not stmt then
+		conn:close()
+		return nil, perr
+	end
+	dbh, sth = conn, stmt
+	return true
+end
+
+local function reply(status, headers, body)
+	ngx.status = status
+	for name, value in pairs(headers) do
+		ngx.header[name] = value
+	end
+	if body then
+		ngx.print(body)
+	end
+	return ngx.exit(status)
+end
+
+local function unavailable(message)
+	ngx.log(ngx.ERR, "lance_gateway: ", message)
+	return reply(503, { ["content-type"] = "application/json" },
+		cjson.encode({ code = 17, error = "the catalog database is unavailable: " .. message }))
+end
+
+-- Run lance_rest once; on a broken connection reconnect and try once more.
+local function call(method, path, query, body, headers)
+	for attempt = 1, 2 do
+		if not sth then
+			local ok, err = connect()
+			if not ok then
+				return nil, err
+			end
+		end
+		local ok, err = sth:execute(method, path, query, body, headers)
+		if ok then
+			local row = sth:fetch(false)
+			if row then
+				return row
+			end
+			err = "lance_rest answered no row"
+		end
+		-- a failed statement in autocommit leaves nothing behind; drop the connection
+		pcall(function() dbh:close() end)
+		dbh, sth = nil, nil
+		if attempt == 2 then
+			return nil, err
+		end
+	end
+end
+
+function M.handle()
+	ngx.req.read_body()
+	local body = ngx.req.get_body_data()
+	if not body then
+		local file = ngx.req.get_body_file()
+		if file then
+			local f = io.open(file, "rb")
+			body = f:read("*a")
+			f:close()
+		end
+	end
+
+	local headers = {}
+	for name, value in pairs(ngx.req.get_headers(100)) do
+		headers[name] = type(value) == "table" and table.concat(value, ", ") or value
+	end
+
+	local path = ngx.var.request_uri:match("^[^?]*")
+	local row, err = call(ngx.req.get_method(), path, ngx.var.args or "", body,
+		cjson.encode(headers))
+	if not row then
+		return unavailable(tostring(err))
+	end
+	local status, response_headers, response_body = tonumber(row[1]), row[2], row[3]
+	return reply(status, cjson.decode(response_headers) or {}, response_body)
+end
+
+return M
