@@ -10,9 +10,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_CONFIG="$PG_BIN/pg_config"
 
-# Debian packages the build and the tests need.
+# Debian packages the build, the gateway and the tests need.
 LN_PACKAGES=(postgresql-15 postgresql-server-dev-15 libjson-c-dev make gcc
-	libc6-dev pkg-config)
+	libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson)
 
 # A Unix socket path is limited to 107 bytes (sun_path) and PostgreSQL appends
 # "/.s.PGSQL.<port>" to the directory; fail early instead of in the server log.
@@ -223,5 +223,54 @@ stop_cluster() {
 	if cluster_running "$pgdata"; then
 		say "stopping server in $pgdata"
 		as_postgres "$PG_BIN/pg_ctl" -D "$pgdata" -m fast -w -t 60 stop >/dev/null
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Gateway: nginx with its Lua module, run as the postgres OS user (it listens
+# on an unprivileged port and reaches the server over its socket).  Its
+# configuration is gateway/nginx.conf.in with the @...@ values filled in.
+# ---------------------------------------------------------------------------
+
+gateway_running() {
+	local prefix="$1" pid
+	pid="$(cat "$prefix/nginx.pid" 2>/dev/null)" || return 1
+	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
+# Writes <prefix>/nginx.conf and starts nginx (or reloads a running one).
+start_gateway() {
+	local prefix="$1" port="$2" db="$3" pghost="$4" pgport="$5" i
+	local multiarch
+	multiarch="$(gcc -print-multiarch)"
+	make_postgres_dir "$prefix" 755
+	make_postgres_dir "$prefix/tmp" 700
+	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$ROOT/gateway|g" \
+		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
+		-e "s|@DB@|$db|g" -e "s|@USER@|postgres|g" -e "s|@PGHOST@|$pghost|g" \
+		-e "s|@PGPORT@|$pgport|g" "$ROOT/gateway/nginx.conf.in" |
+		as_postgres tee "$prefix/nginx.conf" >/dev/null
+	if gateway_running "$prefix"; then
+		say "reloading gateway on 127.0.0.1:$port"
+		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
+		return 0
+	fi
+	port_in_use "$port" && die "port $port on 127.0.0.1 is already in use; set another"
+	say "starting gateway on 127.0.0.1:$port (log $prefix/error.log)"
+	as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
+		die "gateway failed to start; see $prefix/error.log"
+	for ((i = 0; i < 50; i++)); do
+		port_in_use "$port" && return 0
+		sleep 0.1
+	done
+	die "gateway does not listen on 127.0.0.1:$port; see $prefix/error.log"
+}
+
+stop_gateway() {
+	local prefix="$1"
+	if gateway_running "$prefix"; then
+		say "stopping gateway in $prefix"
+		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s quit || true
 	fi
 }

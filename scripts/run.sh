@@ -8,9 +8,11 @@
 #   LN_DATA  state directory        (default: <project>/.data)
 #   LN_PORT  TCP port on 127.0.0.1  (default: 5433; 5432 is Debian's own cluster)
 #   LN_DB    database name          (default: lance)
+#   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
-# socket), tables/ (lance_namespace.root: where table data is placed).
+# socket), tables/ (lance_namespace.root and local_roots: where table data
+# and manifests go), gateway/ (nginx configuration, pid and log).
 # Safe to run again: every step checks before it acts.
 set -euo pipefail
 
@@ -20,7 +22,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 LN_DATA="$(ln_data_dir)"
 LN_PORT="${LN_PORT:-5433}"
 LN_DB="${LN_DB:-lance}"
+LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 [[ "$LN_PORT" =~ ^[0-9]+$ ]] || die "LN_PORT must be a number, got '$LN_PORT'"
+[[ "$LN_GATEWAY_PORT" =~ ^[0-9]+$ ]] || die "LN_GATEWAY_PORT must be a number, got '$LN_GATEWAY_PORT'"
 
 PGDATA_DIR="$LN_DATA/pgdata"
 SOCKET_DIR="$LN_DATA/run"
@@ -65,8 +69,9 @@ ensure_running() {
 	fi
 }
 
-# Create the database and extension and point lance_namespace.root at
-# TABLES_DIR.  Names and paths travel as psql variables (:'x' / :"x") so any
+# Create the database and extension and point lance_namespace.root and
+# local_roots at TABLES_DIR, so that tables go there and the catalog manages
+# their versions.  Names and paths travel as psql variables (:'x' / :"x") so any
 # value is quoted correctly.
 ensure_database() {
 	local exists
@@ -87,6 +92,7 @@ ensure_database() {
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS lance_namespace;
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
+ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
 SQL
 }
 
@@ -94,11 +100,14 @@ print_usage() {
 	cat <<EOF
 
 lance_namespace: catalog is running.
-  database:  $LN_DB    (lance_namespace.root = $TABLES_DIR)
+  REST namespace:      http://127.0.0.1:$LN_GATEWAY_PORT
+                       e.g. lancedb.connectNamespace("rest", {uri: "http://127.0.0.1:$LN_GATEWAY_PORT"})
+  database:  $LN_DB    (lance_namespace.root = local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
   connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U postgres $LN_DB
   connection URI:      postgresql://postgres@127.0.0.1:$LN_PORT/$LN_DB
   server log:          $PGDATA_DIR/server.log
+  gateway log:         $LN_DATA/gateway/error.log
   stop:                $ROOT/scripts/stop.sh$([[ "$LN_DATA" != "$ROOT/.data" ]] && printf '   (with LN_DATA=%s)' "$LN_DATA")
 EOF
 }
@@ -109,6 +118,7 @@ main() {
 	ensure_cluster
 	ensure_running
 	ensure_database
+	start_gateway "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DB" "$SOCKET_DIR" "$LN_PORT"
 	print_usage
 }
 

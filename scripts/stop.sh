@@ -11,6 +11,7 @@ PGDATA_DIR="$LN_DATA/pgdata"
 
 # No PostgreSQL binaries or no cluster means there is nothing to stop; this
 # script never installs anything.
+stop_gateway "$LN_DATA/gateway"
 if [[ ! -x "$PG_BIN/pg_ctl" || ! -f "$PGDATA_DIR/PG_VERSION" ]]; then
 	say "no cluster in $PGDATA_DIR; nothing to stop"
 	exit 0

@@ -27,6 +27,9 @@ PGDATA_DIR=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	if [[ -n "${GATEWAY_PREFIX:-}" ]]; then
+		stop_gateway "$GATEWAY_PREFIX" || say "warning: could not stop the test gateway"
+	fi
 	if [[ -n "$PGDATA_DIR" ]]; then
 		stop_cluster "$PGDATA_DIR" || say "warning: could not stop test server in $PGDATA_DIR"
 	fi
@@ -123,22 +126,52 @@ run_sql_tests() {
 }
 
 # ---------------------------------------------------------------------------
-# Node tests hook.
-#
-# Later Node (npm) tests go here.  When this runs, the test server is up and
-# PGHOST (socket dir), PGPORT and PGUSER=postgres are exported, so a client
-# like node-postgres connects with no further configuration.  The extension
-# is installed but not created: tests should CREATE DATABASE their own
-# database and run CREATE EXTENSION lance_namespace in it.  Add each test's
-# outcome to PASSED / FAILED (do not exit on failure), e.g.:
-#
-#   install_node_deps          # apt-get install nodejs npm; npm ci in tests/
-#   local p f
-#   read -r p f < <(node tests/run.js --summary)   # prints "<passed> <failed>"
-#   PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
+# End-to-end tests: the official LanceDB client (and plain HTTP) through the
+# gateway, run as the server's OS user so that the client and the server
+# write the same table folders.  They get a database of their own, whose
+# lance_namespace.root and local_roots are a temporary folder.
 # ---------------------------------------------------------------------------
+GATEWAY_PREFIX=""
+
+install_node() {
+	command -v node >/dev/null && command -v npm >/dev/null && return 0
+	say "installing nodejs and npm"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends nodejs npm
+}
+
 run_node_tests() {
-	: # no Node tests yet
+	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port rc=0 p f
+	install_node
+	say "installing the Node test dependencies (npm ci)"
+	(cd "$ROOT/test/node" && npm ci --no-audit --no-fund)
+
+	make_postgres_dir "$root" 755
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -v db="$db" -v root="$root" <<'SQL'
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE :"db" SET lance_namespace.root = :'root';
+ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
+SQL
+	port="$(find_free_port 2333)"
+	GATEWAY_PREFIX="$TMP_DIR/gateway"
+	start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+
+	say "running Node tests"
+	as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
+		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
+		node --test --test-reporter=tap --test-concurrency=1 "$ROOT"/test/node/*.test.mjs \
+		2>&1 | tee "$log" || rc=$?
+	p="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
+	f="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
+	p="${p:-0}" f="${f:-0}"
+	if ((rc != 0 && f == 0)); then
+		f=1
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$GATEWAY_PREFIX/error.log" 2>/dev/null)"
 }
 
 main() {
