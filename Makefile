@@ -37,6 +37,9 @@ PG_CFLAGS += -Wall -Wextra
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: rebuild every object when a header changes.
+$(OBJS): $(wildcard src/*.h)
+
 # Format the C sources with the committed .clang-format.
 .PHONY: format
 format:

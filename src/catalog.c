@@ -37,6 +37,7 @@ typedef enum CatalogStatement
 	STMT_MARK_TABLES_WITH_DATA,
 	STMT_LIST_VERSIONS,
 	STMT_LIST_VERSIONS_DESCENDING,
+	STMT_LIST_LATEST_VERSIONS,
 	STMT_GET_VERSION,
 	STMT_DELETE_VERSIONS,
 	NUM_CATALOG_STATEMENTS
@@ -188,6 +189,11 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 									   " ORDER BY version DESC LIMIT $4",
 									   4,
 									   {INT8OID, TEXTOID, INT8OID, INT4OID}},
+	[STMT_LIST_LATEST_VERSIONS] = {"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
+								   " WHERE table_id = $1 AND branch = $2"
+								   " ORDER BY version DESC LIMIT $3",
+								   3,
+								   {INT8OID, TEXTOID, INT4OID}},
 	[STMT_GET_VERSION] = {"SELECT " VERSION_COLUMNS " FROM lance_catalog.version"
 						  " WHERE table_id = $1 AND branch = $2 AND version = $3",
 						  3,
@@ -653,8 +659,9 @@ result_version(uint64 row, LnTableVersion *v)
 
 /*
  * Versions of a table's branch after `after` (before it, descending), at
- * most `limit`.  The primary key index answers it, reading only the rows
- * returned: the latest version costs one row.
+ * most `limit`; `after` -1 starts at the first (descending: the latest).
+ * The primary key index answers it, reading only the rows returned: the
+ * latest version costs one row.
  */
 int
 catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after, int limit,
@@ -664,7 +671,14 @@ catalog_list_versions(int64 table_id, const char *branch, bool descending, int64
 					   Int32GetDatum(limit)};
 	int n;
 
-	execute(descending ? STMT_LIST_VERSIONS_DESCENDING : STMT_LIST_VERSIONS, values, NULL, 0);
+	if (descending && after < 0)
+	{
+		/* the latest first: no bound, so that no version, however high, is left out */
+		values[2] = values[3];
+		execute(STMT_LIST_LATEST_VERSIONS, values, NULL, 0);
+	}
+	else
+		execute(descending ? STMT_LIST_VERSIONS_DESCENDING : STMT_LIST_VERSIONS, values, NULL, 0);
 	n = (int)SPI_processed;
 	*versions = MemoryContextAllocZero(result_cxt, sizeof(LnTableVersion) * (n + 1));
 	for (int i = 0; i < n; i++)

@@ -33,6 +33,7 @@ extern const LnOperationDef ln_op_batch_commit_tables;
 extern void versions_create(const LnRequest *entries, int n, bool name_elements,
 							LnTableVersion *out);
 extern void versions_get(const LnRequest *req, int64 table_id, LnTableVersion *out);
+extern const char *branch_key(const LnRequest *req);
 extern int ln_compare_ids(const LnId *a, const LnId *b);
 
 #endif /* LN_OPERATIONS_H */

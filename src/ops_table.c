@@ -221,6 +221,7 @@ describe_table(const LnRequest *req, LnResponse *resp)
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
 	describe_table_entry(&table, resp);
+	(void)branch_key(req); /* a branch that does not exist is LN022 */
 	if (req->present & LN_REQ_VERSION)
 	{
 		LnTableVersion version;
@@ -256,6 +257,7 @@ table_exists(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
+	(void)branch_key(req); /* a branch that does not exist is LN022 */
 	if (req->present & LN_REQ_VERSION)
 	{
 		LnTableVersion version;

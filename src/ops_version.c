@@ -42,7 +42,7 @@ typedef struct VersionEntry
  * main (""); named branches come with branch support, until then they do
  * not exist.
  */
-static const char *
+const char *
 branch_key(const LnRequest *req)
 {
 	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
@@ -92,6 +92,18 @@ same_namespace(const LnId *a, const LnId *b)
 	return true;
 }
 
+/* Of the flagged entries, the one that comes first in the request; -1 if none. */
+static int
+first_in_request_order(const VersionEntry *e, int n, const bool *flagged)
+{
+	int first = -1;
+
+	for (int i = 0; i < n; i++)
+		if (flagged[i] && (first < 0 || e[i].index < e[first].index))
+			first = i;
+	return first;
+}
+
 static void
 name_element(bool name_elements, int index)
 {
@@ -120,7 +132,9 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	CatalogVersionInsert *rows = palloc0(sizeof(CatalogVersionInsert) * (n + 1));
 	bool *inserted = palloc(sizeof(bool) * (n + 1));
 	int64 *newly_with_data = palloc(sizeof(int64) * (n + 1));
+	bool *missing = palloc(sizeof(bool) * (n + 1));
 	int nnewly = 0;
+	int i;
 
 	/* check each entry, and find its namespace */
 	for (int i = 0; i < n; i++)
@@ -161,13 +175,18 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	}
 	catalog_lookup_tables(n, parent_ids, names, table_ids, locations, declared);
 	for (int i = 0; i < n; i++)
+		missing[i] = table_ids[i] == 0;
+	if ((i = first_in_request_order(e, n, missing)) >= 0)
+	{
+		name_element(name_elements, e[i].index);
+		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+				 ln_id_string(&e[i].req->id, e[i].req->id.len));
+	}
+	for (i = 0; i < n; i++)
 	{
 		const LnRequest *req = e[i].req;
 
 		name_element(name_elements, e[i].index);
-		if (table_ids[i] == 0)
-			ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
-					 ln_id_string(&req->id, req->id.len));
 		e[i].table_id = table_ids[i];
 		e[i].location = locations[i];
 		e[i].declared = declared[i];
@@ -186,29 +205,31 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 
 		if (e[i].managed)
 		{
+			/*
+			 * The staging file's e_tag does not describe the final manifest,
+			 * so none is recorded: a wrong tag would fail a conditional read.
+			 */
 			storage_check_manifest(e[i].location, NULL, req->version, e[i].scheme == NAMING_V1,
 								   req->manifest_path, &e[i].copy);
 			rows[i].version.manifest_path = e[i].copy.final_path;
 			rows[i].version.has_manifest_size = true;
 			rows[i].version.manifest_size = e[i].copy.size;
+			rows[i].version.e_tag = NULL;
 		}
 	}
 
+	/* a race the insert loses (a table deregistered meanwhile) belongs to no one entry */
+	if (name_elements)
+		ln_error_set_element(NULL);
 	catalog_insert_versions(n, rows, inserted);
+	for (i = 0; i < n; i++)
+		missing[i] = !inserted[i];
+	if ((i = first_in_request_order(e, n, missing)) >= 0)
 	{
-		/* report the first entry in request order whose key was taken */
-		int first = -1;
-
-		for (int i = 0; i < n; i++)
-			if (!inserted[i] && (first < 0 || e[i].index < e[first].index))
-				first = i;
-		if (first >= 0)
-		{
-			name_element(name_elements, e[first].index);
-			ln_error(LN_CONCURRENT_MODIFICATION,
-					 "version " INT64_FORMAT " of table \"%s\" already exists",
-					 e[first].req->version, ln_id_string(&e[first].req->id, e[first].req->id.len));
-		}
+		name_element(name_elements, e[i].index);
+		ln_error(LN_CONCURRENT_MODIFICATION,
+				 "version " INT64_FORMAT " of table \"%s\" already exists", e[i].req->version,
+				 ln_id_string(&e[i].req->id, e[i].req->id.len));
 	}
 
 	for (int i = 0; i < n; i++)
@@ -233,7 +254,8 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		}
 		out[e[i].index] = rows[i].version;
 	}
-	ln_error_set_element(NULL);
+	if (name_elements)
+		ln_error_set_element(NULL);
 }
 
 static void
@@ -273,7 +295,7 @@ list_table_versions(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	int limit = ln_page_limit(req);
-	int64 after = req->descending ? PG_INT64_MAX : -1;
+	int64 after = -1;
 	const char *branch;
 
 	get_table(req, &table);
@@ -314,7 +336,7 @@ versions_get(const LnRequest *req, int64 table_id, LnTableVersion *out)
 					 ln_id_string(&req->id, req->id.len));
 		return;
 	}
-	if (catalog_list_versions(table_id, branch, true, PG_INT64_MAX, 1, &latest) == 0)
+	if (catalog_list_versions(table_id, branch, true, -1, 1, &latest) == 0)
 		ln_error(LN_TABLE_VERSION_NOT_FOUND, "table \"%s\" has no versions",
 				 ln_id_string(&req->id, req->id.len));
 	*out = latest[0];

@@ -179,10 +179,14 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 	versions_dir = branch ? psprintf("%s/tree/%s/_versions", table_dir, branch)
 						  : psprintf("%s/_versions", table_dir);
 
-	/* Lance sends object store paths: no scheme and no leading slash */
-	staging = pstrdup(manifest_path);
-	if (strncmp(staging, "file://", 7) == 0)
-		staging += 7;
+	/*
+	 * Lance sends object store paths: no scheme, no leading slash, and each
+	 * segment percent-encoded (a '%' in a folder name arrives as "%25").
+	 */
+	staging = uri_path_decode(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7
+																		: manifest_path);
+	if (staging == NULL)
+		ln_error(LN_INVALID_INPUT, "manifest_path \"%s\" encodes a NUL byte", manifest_path);
 	if (staging[0] != '/')
 		staging = psprintf("/%s", staging);
 	slash = strrchr(staging, '/');
