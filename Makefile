@@ -16,7 +16,12 @@ OBJS = \
 	src/ops_table.o \
 	src/ops_version.o \
 	src/ops_batch.o \
-	src/rest.o
+	src/rest.o \
+	src/changes.o \
+	src/ops_transaction.o \
+	src/drops.o \
+	src/ops_unsupported.o \
+	src/ops_refs.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"

@@ -33,6 +33,13 @@ BEGIN
                 ELSE
                     v := to_jsonb('IMPLAUSIBLE ' || v::text);
                 END IF;
+            ELSIF k = 'transaction_id' THEN
+                -- a fresh UUID per call: shown as "uuid" once its form is checked
+                IF v::text ~ '^"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$' THEN
+                    v := '"uuid"';
+                ELSE
+                    v := to_jsonb('IMPLAUSIBLE ' || v::text);
+                END IF;
             ELSE
                 v := pg_temp.show(v);
             END IF;
@@ -59,10 +66,10 @@ $$;
 
 -- Fixtures: namespace bt with registered tables a and b and a declared
 -- table c.
-SELECT lance_create_namespace('{"id": ["bt"]}');
-SELECT lance_register_table('{"id": ["bt", "a"], "location": "s3://bucket/bt/a.lance"}');
-SELECT lance_register_table('{"id": ["bt", "b"], "location": "s3://bucket/bt/b.lance"}');
-SELECT lance_declare_table('{"id": ["bt", "c"], "location": "s3://bucket/bt/c.lance"}');
+SELECT lance_create_namespace('{"id": ["bt"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_register_table('{"id": ["bt", "a"], "location": "s3://bucket/bt/a.lance"}') - 'transaction_id' AS lance_register_table;
+SELECT lance_register_table('{"id": ["bt", "b"], "location": "s3://bucket/bt/b.lance"}') - 'transaction_id' AS lance_register_table;
+SELECT lance_declare_table('{"id": ["bt", "c"], "location": "s3://bucket/bt/c.lance"}') - 'transaction_id' AS lance_declare_table;
 
 ------------------------------------------------------------------------------
 -- BatchCreateTableVersions
@@ -90,7 +97,7 @@ SELECT lance_describe_table('{"id": ["bt", "c"], "check_declared": true}') -> 'i
 SELECT lance_list_tables('{"id": ["bt"], "include_declared": false}');
 
 -- An empty entries array creates nothing and answers an empty list.
-SELECT lance_batch_create_table_versions('{"entries": []}');
+SELECT lance_batch_create_table_versions('{"entries": []}') - 'transaction_id' AS lance_batch_create_table_versions;
 
 --
 -- All or nothing: when the third entry fails, the first two are not
@@ -102,70 +109,70 @@ SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": 1, "manifest_path": "a1-again"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- Two entries for one version of one table in the same batch: LN014 on the
 -- later one.
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3-twice"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- A table that does not exist: LN004.
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "missing"], "version": 1, "manifest_path": "m1"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- A namespace that does not exist: LN001.
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt_missing", "a"], "version": 1, "manifest_path": "m1"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- A branch that does not exist: LN022.
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": 4, "manifest_path": "a4", "branch": "dev"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- Bad fields: LN013, naming the entry.
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": 4}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "manifest_path": "a4"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": -4, "manifest_path": "a4"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"id": ["bt", "a"], "version": 4, "manifest_path": "a4", "naming_scheme": "V9"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     {"version": 4, "manifest_path": "a4"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["bt", "a"], "version": 3, "manifest_path": "a3"},
     {"id": ["bt", "b"], "version": 3, "manifest_path": "b3"},
     "a4"
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 -- None of the failed batches left a version behind.
 SELECT pg_temp.versions('["bt", "a"]') AS a, pg_temp.versions('["bt", "b"]') AS b;
 
 -- entries is required and must be an array: LN013.
-SELECT lance_batch_create_table_versions('{}');
-SELECT lance_batch_create_table_versions('{"entries": null}');
-SELECT lance_batch_create_table_versions('{"entries": {"id": ["bt", "a"]}}');
+SELECT lance_batch_create_table_versions('{}') - 'transaction_id' AS lance_batch_create_table_versions;
+SELECT lance_batch_create_table_versions('{"entries": null}') - 'transaction_id' AS lance_batch_create_table_versions;
+SELECT lance_batch_create_table_versions('{"entries": {"id": ["bt", "a"]}}') - 'transaction_id' AS lance_batch_create_table_versions;
 
 -- A batch inside a transaction that rolls back leaves nothing.
 BEGIN;
@@ -182,9 +189,9 @@ SELECT pg_temp.versions('["bt", "a"]') AS a, pg_temp.versions('["bt", "b"]') AS 
 ------------------------------------------------------------------------------
 
 -- Fixtures: namespace bc with table x (versions 1 and 2) and table old.
-SELECT lance_create_namespace('{"id": ["bc"]}');
-SELECT lance_register_table('{"id": ["bc", "x"], "location": "s3://bucket/bc/x.lance", "properties": {"k": "x"}}');
-SELECT lance_register_table('{"id": ["bc", "old"], "location": "s3://bucket/bc/old.lance", "properties": {"k": "old"}}');
+SELECT lance_create_namespace('{"id": ["bc"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_register_table('{"id": ["bc", "x"], "location": "s3://bucket/bc/x.lance", "properties": {"k": "x"}}') - 'transaction_id' AS lance_register_table;
+SELECT lance_register_table('{"id": ["bc", "old"], "location": "s3://bucket/bc/old.lance", "properties": {"k": "old"}}') - 'transaction_id' AS lance_register_table;
 SELECT jsonb_array_length(lance_batch_create_table_versions('{"entries": [
     {"id": ["bc", "x"], "version": 1, "manifest_path": "x1"},
     {"id": ["bc", "x"], "version": 2, "manifest_path": "x2"}
@@ -230,18 +237,18 @@ SELECT pg_temp.versions('["bc", "fresh"]') AS fresh;
 SELECT lance_batch_commit_tables('{"operations": [
     {"deregister_table": {"id": ["bc", "fresh"]}},
     {"declare_table": {"id": ["bc", "fresh"], "location": "s3://bucket/bc/fresh2.lance"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT pg_temp.versions('["bc", "fresh"]') AS fresh;
 -- In the other order, a version of a table not yet declared: LN004, and
 -- nothing is declared.
 SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["bc", "later"], "version": 1, "manifest_path": "later1"}},
     {"declare_table": {"id": ["bc", "later"], "location": "s3://bucket/bc/later.lance"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_table_exists('{"id": ["bc", "later"]}');
 
 -- An empty batch does nothing and answers an empty list.
-SELECT lance_batch_commit_tables('{"operations": []}');
+SELECT lance_batch_commit_tables('{"operations": []}') - 'transaction_id' AS lance_batch_commit_tables;
 
 --
 -- All or nothing: when one operation fails, nothing of the batch is left,
@@ -254,29 +261,29 @@ SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["bc", "x"], "version": 4, "manifest_path": "x4"}},
     {"delete_table_versions": {"id": ["bc", "x"], "ranges": [{"start_version": 0, "end_version": -1}]}},
     {"declare_table": {"id": ["bc", "x"], "location": "s3://bucket/bc/x-again.lance"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- A failure in the middle: a duplicate version (LN014).
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"create_table_version": {"id": ["bc", "x"], "version": 2, "manifest_path": "x2-again"}},
     {"deregister_table": {"id": ["bc", "new"]}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- Deregistering a table that does not exist (LN004).
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"deregister_table": {"id": ["bc", "new"]}},
     {"deregister_table": {"id": ["bc", "missing"]}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- Deleting versions of a table in a namespace that does not exist (LN001).
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"delete_table_versions": {"id": ["bc_missing", "x"], "ranges": []}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- Two operations on one version of one table (LN014 on the second).
 SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["bc", "x"], "version": 5, "manifest_path": "x5"}},
     {"create_table_version": {"id": ["bc", "x"], "version": 5, "manifest_path": "x5-twice"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- Nothing of the failed batches is left: no table y, x keeps versions 2
 -- and 3 only, new is still there.
 SELECT lance_table_exists('{"id": ["bc", "y"]}');
@@ -291,42 +298,42 @@ SELECT lance_list_tables('{"id": ["bc"]}');
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"},
      "deregister_table": {"id": ["bc", "new"]}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- An unknown kind is not a kind (and null is absent).
 SELECT lance_batch_commit_tables('{"operations": [
     {"rename_table": {"id": ["bc", "x"], "new_table_name": "z"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": null}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- A kind's request must be an object, with its own required fields.
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": ["bc", "y"]}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"deregister_table": {}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"create_table_version": {"id": ["bc", "x"], "version": 6}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"delete_table_versions": {"id": ["bc", "x"]}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT lance_batch_commit_tables('{"operations": [
     {"declare_table": {"id": ["bc", "y"], "location": "s3://bucket/bc/y.lance"}},
     {"delete_table_versions": {"id": ["bc", "x"], "ranges": [{"start_version": "0", "end_version": -1}]}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- operations is required and must be an array of objects.
-SELECT lance_batch_commit_tables('{}');
-SELECT lance_batch_commit_tables('{"operations": {"declare_table": {"id": ["bc", "y"]}}}');
-SELECT lance_batch_commit_tables('{"operations": ["declare_table"]}');
+SELECT lance_batch_commit_tables('{}') - 'transaction_id' AS lance_batch_commit_tables;
+SELECT lance_batch_commit_tables('{"operations": {"declare_table": {"id": ["bc", "y"]}}}') - 'transaction_id' AS lance_batch_commit_tables;
+SELECT lance_batch_commit_tables('{"operations": ["declare_table"]}') - 'transaction_id' AS lance_batch_commit_tables;
 -- Still no table y.
 SELECT lance_table_exists('{"id": ["bc", "y"]}');
 
@@ -354,7 +361,7 @@ SAVEPOINT s2;
 SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["bc", "t1"], "version": 1, "manifest_path": "t1-1"}},
     {"declare_table": {"id": ["bc", "t1"], "location": "s3://bucket/bc/t1.lance"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 ROLLBACK TO SAVEPOINT s2;
 SELECT pg_temp.versions('["bc", "t1"]') AS t1;
 -- A batch in a savepoint that is released stays.
@@ -380,8 +387,8 @@ SELECT lance_list_tables('{"id": ["bc"]}');
 SELECT pg_temp.versions('["bc", "t1"]') AS t1;
 
 -- Clean up.
-SELECT lance_drop_namespace('{"id": ["bt"], "behavior": "Cascade"}');
-SELECT lance_drop_namespace('{"id": ["bc"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["bt"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+SELECT lance_drop_namespace('{"id": ["bc"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 DROP FUNCTION pg_temp.show(jsonb);
 DROP FUNCTION pg_temp.versions(jsonb);
 RESET lance_namespace.root;

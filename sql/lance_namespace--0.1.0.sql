@@ -49,6 +49,9 @@ CREATE INDEX object_table_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table';
 CREATE INDEX object_table_with_data_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table' AND NOT declared;
+-- lance_process_drops(): is a dropped table's location in use again?
+CREATE INDEX object_table_location_idx
+    ON lance_catalog.object (location) WHERE kind = 'table';
 
 INSERT INTO lance_catalog.object (id, parent_id, kind, name) VALUES (0, NULL, 'namespace', '');
 
@@ -78,6 +81,39 @@ CREATE TABLE lance_catalog.version (
 COMMENT ON TABLE lance_catalog.version IS 'lance_namespace: table versions (branch '''' is main)';
 
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.version', '');
+
+-- The commit log: one entry per call that changed the catalog, written in
+-- the same transaction, so that the log holds exactly what committed.  seq
+-- orders the entries; lance_changes() reads them in commit order (see there).
+CREATE TABLE lance_catalog.change (
+    seq            bigint PRIMARY KEY,
+    transaction_id uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+    operation      text NOT NULL,
+    -- the ids the call touched, in the string form joined by '$', and per id
+    -- the version it created or deleted (NULL for none)
+    objects        text[] NOT NULL,
+    versions       bigint[] NOT NULL,
+    -- every namespace above the objects, to find what changed below one
+    namespaces     text[] NOT NULL,
+    role           name NOT NULL DEFAULT current_user,
+    made_at        timestamptz NOT NULL DEFAULT now(),
+    context        jsonb NOT NULL DEFAULT '{}',
+    status         text NOT NULL DEFAULT 'Succeeded'
+                   CHECK (status IN ('Queued', 'Running', 'Succeeded', 'Failed', 'Canceled')),
+    properties     jsonb NOT NULL DEFAULT '{}'
+);
+
+CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
+ALTER TABLE lance_catalog.change ALTER COLUMN seq SET DEFAULT nextval('lance_catalog.change_seq');
+
+COMMENT ON TABLE lance_catalog.change IS 'lance_namespace: one entry per change, in commit order by seq';
+
+CREATE INDEX change_made_at_idx ON lance_catalog.change (made_at);
+-- DropTable's queued data removals
+CREATE INDEX change_queued_idx ON lance_catalog.change (seq) WHERE status = 'Queued';
+
+SELECT pg_catalog.pg_extension_config_dump('lance_catalog.change', '');
+SELECT pg_catalog.pg_extension_config_dump('lance_catalog.change_seq', '');
 
 -- The API: one function per operation of the Lance Namespace spec, taking the
 -- spec's request model as jsonb and returning its response model.
@@ -125,9 +161,108 @@ CREATE FUNCTION lance_batch_create_table_versions(request jsonb) RETURNS jsonb
 CREATE FUNCTION lance_batch_commit_tables(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 
+CREATE FUNCTION lance_list_table_tags(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_get_table_tag_version(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_create_table_tag(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_delete_table_tag(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_update_table_tag(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_list_table_branches(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_create_table_branch(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_delete_table_branch(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION lance_describe_transaction(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_alter_transaction(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+-- True if an entry numbered from lo to hi may still commit: its transaction
+-- holds a lock on it (see changes.c).
+CREATE FUNCTION lance_catalog.change_in_flight(lo bigint, hi bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'lance_change_in_flight' LANGUAGE C VOLATILE STRICT;
+
+-- The change log in commit order: the entries after `after`, at most
+-- max_entries.  Entry numbers are taken when a call runs, but transactions
+-- commit in another order, so an entry with a smaller number can become
+-- visible after one with a larger number.  The reader therefore stops at
+-- the first missing number whose transaction is still in flight: a reader
+-- that asks again for "everything after the last entry it got" never misses
+-- one.  A number whose transaction rolled back is skipped.  Each look-up
+-- needs a fresh snapshot, so this runs in READ COMMITTED.
+CREATE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
+RETURNS SETOF lance_catalog.change
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    entry    lance_catalog.change;
+    earliest bigint;
+    expected bigint := after + 1;
+    returned integer := 0;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'lance_changes() must run in a READ COMMITTED transaction'
+            USING ERRCODE = 'LN013',
+                  DETAIL = '{"code":13,"error":"lance_changes() must run in a READ COMMITTED transaction"}';
+    END IF;
+    WHILE returned < max_entries LOOP
+        SELECT * INTO entry FROM lance_catalog.change c
+         WHERE c.seq >= expected ORDER BY c.seq LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        IF entry.seq > expected THEN
+            -- a gap: stop at it while its transaction may still commit
+            EXIT WHEN lance_catalog.change_in_flight(expected, entry.seq - 1);
+            -- none is in flight; one may have committed since the look-up
+            SELECT min(c.seq) INTO earliest FROM lance_catalog.change c
+             WHERE c.seq >= expected AND c.seq < entry.seq;
+            CONTINUE WHEN earliest IS NOT NULL;
+        END IF;
+        RETURN NEXT entry;
+        returned := returned + 1;
+        expected := entry.seq + 1;
+    END LOOP;
+END
+$$;
+
+-- Operations that need a new Lance manifest or index files: LN000 Unsupported.
+CREATE FUNCTION lance_restore_table(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_update_table_schema_metadata(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_update_field_metadata(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_alter_table_add_columns(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_alter_table_alter_columns(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_alter_table_drop_columns(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_create_table_index(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_create_table_scalar_index(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_list_table_indices(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_describe_table_index_stats(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+CREATE FUNCTION lance_drop_table_index(request jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
 -- The REST binding: one HTTP request in, its status, headers and body out,
 -- so that a gateway in front needs no knowledge of Lance.
 CREATE FUNCTION lance_rest(method text, path text, query text DEFAULT NULL, body text DEFAULT NULL,
                            headers jsonb DEFAULT NULL,
                            OUT status integer, OUT response_headers jsonb, OUT response_body text)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+-- Remove the data of dropped tables under lance_namespace.local_roots (their
+-- DropTable entries are Queued) and answer how many drops it worked through.
+-- Call it outside a transaction block, e.g. from cron, after drops commit.
+CREATE FUNCTION lance_process_drops() RETURNS integer
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;

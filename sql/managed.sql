@@ -54,6 +54,13 @@ BEGIN
                 ELSE
                     v := to_jsonb('IMPLAUSIBLE ' || v::text);
                 END IF;
+            ELSIF k = 'transaction_id' THEN
+                -- a fresh UUID per call: shown as "uuid" once its form is checked
+                IF v::text ~ '^"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$' THEN
+                    v := '"uuid"';
+                ELSE
+                    v := to_jsonb('IMPLAUSIBLE ' || v::text);
+                END IF;
             ELSE
                 v := pg_temp.show(v);
             END IF;
@@ -96,20 +103,20 @@ SHOW lance_namespace.local_roots;
 -- managed_versioning: true for a table strictly below a root, false
 -- anywhere else.
 --
-SELECT lance_create_namespace('{"id": ["mg"]}');
+SELECT lance_create_namespace('{"id": ["mg"]}') - 'transaction_id' AS lance_create_namespace;
 
 -- Below the root: true, in DeclareTable's and DescribeTable's answers.
-SELECT lance_declare_table('{"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}');
+SELECT lance_declare_table('{"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_describe_table('{"id": ["mg", "t"]}');
 SELECT lance_declare_table('{"id": ["mg", "v1"], "location": "/tmp/lance_namespace_regress/root/ns/v1.lance"}') -> 'managed_versioning' AS managed;
 SELECT lance_declare_table('{"id": ["mg", "nov"], "location": "/tmp/lance_namespace_regress/root/ns/nov.lance"}') -> 'managed_versioning' AS managed;
 SELECT lance_declare_table('{"id": ["mg", "lnk"], "location": "/tmp/lance_namespace_regress/root/ns/lnk.lance"}') -> 'managed_versioning' AS managed;
 -- A file:// URI below the root is managed too (registered tables as well).
-SELECT lance_register_table('{"id": ["mg", "uri"], "location": "file:///tmp/lance_namespace_regress/root/ns/uri.lance"}');
+SELECT lance_register_table('{"id": ["mg", "uri"], "location": "file:///tmp/lance_namespace_regress/root/ns/uri.lance"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["mg", "uri"]}') -> 'managed_versioning' AS managed;
 -- Outside the root, an object store, the root itself, a folder whose name
 -- merely starts like the root, and a path that climbs out with "..": false.
-SELECT lance_declare_table('{"id": ["mg", "out"], "location": "/tmp/lance_namespace_regress/outside/o.lance"}');
+SELECT lance_declare_table('{"id": ["mg", "out"], "location": "/tmp/lance_namespace_regress/outside/o.lance"}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_describe_table('{"id": ["mg", "out"]}') -> 'managed_versioning' AS managed;
 SELECT lance_declare_table('{"id": ["mg", "s3"], "location": "s3://bucket/mg/s3.lance"}') -> 'managed_versioning' AS managed;
 SELECT lance_declare_table('{"id": ["mg", "itself"], "location": "/tmp/lance_namespace_regress/root"}') -> 'managed_versioning' AS managed;
@@ -207,7 +214,7 @@ SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["mg", "t"], "version": 3, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551612.manifest-ghi"}},
     {"create_table_version": {"id": ["mg", "v1"], "version": 2, "manifest_path": "tmp/lance_namespace_regress/root/ns/v1.lance/_versions/2.manifest-uvw", "naming_scheme": "V1"}},
     {"declare_table": {"id": ["mg", "z"], "location": "s3://bucket/mg/z2.lance"}}
-]}');
+]}') - 'transaction_id' AS lance_batch_commit_tables;
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions');
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/v1.lance/_versions');
 SELECT pg_temp.versions('["mg", "t"]') AS t, pg_temp.versions('["mg", "v1"]') AS v1;
@@ -223,7 +230,7 @@ COPY (SELECT 'manifest four') TO '/tmp/lance_namespace_regress/root/ns/t.lance/_
 SELECT lance_batch_create_table_versions('{"entries": [
     {"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-jkl"},
     {"id": ["mg", "t"], "version": 5, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551610.manifest-missing"}
-]}');
+]}') - 'transaction_id' AS lance_batch_create_table_versions;
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions');
 SELECT pg_temp.versions('["mg", "t"]') AS versions;
 
@@ -240,29 +247,29 @@ SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions') AS b
 -- A staging path outside the table's _versions folder: in another table,
 -- in the table's own folder, in a folder below _versions, in the
 -- _versions folder of another managed table.
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/outside/o.lance/_versions/18446744073709551611.manifest-abc"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/18446744073709551611.manifest-abc"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-dir/x"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/v1.lance/_versions/1.manifest"}');
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/outside/o.lance/_versions/18446744073709551611.manifest-abc"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/18446744073709551611.manifest-abc"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-dir/x"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/v1.lance/_versions/1.manifest"}') - 'transaction_id' AS lance_create_table_version;
 -- A path with "..", ".", or an empty component, even one that would lead
 -- back into the folder; a path that names the folder itself.
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/../_versions/18446744073709551611.manifest-jkl"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/../../../../outside/secret"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/./_versions/18446744073709551611.manifest-jkl"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance//_versions/18446744073709551611.manifest-jkl"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/"}');
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/../_versions/18446744073709551611.manifest-jkl"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/../../../../outside/secret"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/./_versions/18446744073709551611.manifest-jkl"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance//_versions/18446744073709551611.manifest-jkl"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/"}') - 'transaction_id' AS lance_create_table_version;
 -- A staging file that is a symbolic link, or a folder.
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-link"}');
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-dir"}');
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-link"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-dir"}') - 'transaction_id' AS lance_create_table_version;
 -- A staging file that does not exist.
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-nope"}');
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-nope"}') - 'transaction_id' AS lance_create_table_version;
 -- A table with no _versions folder, and one whose _versions folder is a
 -- symbolic link out of the table.
-SELECT lance_create_table_version('{"id": ["mg", "nov"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/nov.lance/_versions/18446744073709551614.manifest-abc"}');
-SELECT lance_create_table_version('{"id": ["mg", "lnk"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/lnk.lance/_versions/18446744073709551611.manifest-abc"}');
+SELECT lance_create_table_version('{"id": ["mg", "nov"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/nov.lance/_versions/18446744073709551614.manifest-abc"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "lnk"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/lnk.lance/_versions/18446744073709551611.manifest-abc"}') - 'transaction_id' AS lance_create_table_version;
 -- A version that exists (LN014) leaves its manifest alone.
 COPY (SELECT 'manifest one, again') TO '/tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest-again';
-SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest-again"}');
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest-again"}') - 'transaction_id' AS lance_create_table_version;
 SELECT pg_read_file('/tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest') AS final;
 -- Nothing changed on disk (but for the staging file made for the LN014
 -- case), nor in the catalog.
@@ -301,7 +308,7 @@ SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions');
 --
 -- BatchDeleteTableVersions deletes version records, not manifests.
 --
-SELECT lance_batch_delete_table_versions('{"id": ["mg", "t"], "ranges": [{"start_version": 6, "end_version": -1}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["mg", "t"], "ranges": [{"start_version": 6, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT pg_temp.versions('["mg", "t"]') AS versions;
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions');
 
@@ -316,7 +323,7 @@ SELECT lance_create_table_version('{"id": ["mg", "pct"], "version": 1, "manifest
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t 2%.lance/_versions');
 
 -- Clean up.
-SELECT lance_drop_namespace('{"id": ["mg"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["mg"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_regress
 DROP FUNCTION pg_temp.show(jsonb);
 DROP FUNCTION pg_temp.ls(text);

@@ -168,8 +168,8 @@ SELECT lance_list_all_tables('{"limit": 3}') AS page1 \gset
 SELECT :'page1'::jsonb -> 'tables' AS page1_tables;
 -- t1 was sent and is renamed; t6 was not and moves to another namespace;
 -- t4 (the last table sent) and t5 (not sent) go; t7 is new.
-SELECT lance_rename_table('{"id": ["pg", "t1"], "new_table_name": "z1"}');
-SELECT lance_rename_table('{"id": ["pg", "t6"], "new_table_name": "a6", "new_namespace_id": ["pg", "n2"]}');
+SELECT lance_rename_table('{"id": ["pg", "t1"], "new_table_name": "z1"}') - 'transaction_id' AS lance_rename_table;
+SELECT lance_rename_table('{"id": ["pg", "t6"], "new_table_name": "a6", "new_namespace_id": ["pg", "n2"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_drop_table('{"id": ["pg", "t4"]}') -> 'id' AS removed;
 SELECT lance_deregister_table('{"id": ["pg", "t5"]}') -> 'id' AS removed;
 SELECT lance_register_table('{"id": ["pg", "t7"], "location": "/data/pg/t7.lance"}') IS NOT NULL AS created;

@@ -12,8 +12,8 @@
 SET lance_namespace.root = '';
 SET lance_namespace.local_roots = '';
 
-SELECT lance_create_namespace('{"id": ["tb"]}');
-SELECT lance_create_namespace('{"id": ["tb", "sub"]}');
+SELECT lance_create_namespace('{"id": ["tb"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tb", "sub"]}') - 'transaction_id' AS lance_create_namespace;
 
 --
 -- DeclareTable with an explicit location.
@@ -21,10 +21,10 @@ SELECT lance_create_namespace('{"id": ["tb", "sub"]}');
 
 -- The answer carries the location, the properties, (empty) storage options
 -- and managed_versioning.
-SELECT lance_declare_table('{"id": ["tb", "decl"], "location": "/data/tb/decl.lance"}');
-SELECT lance_declare_table('{"id": ["tb", "decl_props"], "location": "s3://bucket/tb/decl_props.lance", "properties": {"owner": "alice"}, "vend_credentials": true}');
+SELECT lance_declare_table('{"id": ["tb", "decl"], "location": "/data/tb/decl.lance"}') - 'transaction_id' AS lance_declare_table;
+SELECT lance_declare_table('{"id": ["tb", "decl_props"], "location": "s3://bucket/tb/decl_props.lance", "properties": {"owner": "alice"}, "vend_credentials": true}') - 'transaction_id' AS lance_declare_table;
 -- A table directly under the root namespace.
-SELECT lance_declare_table('{"id": ["tb_top"], "location": "/data/tb_top.lance", "vend_credentials": false}');
+SELECT lance_declare_table('{"id": ["tb_top"], "location": "/data/tb_top.lance", "vend_credentials": false}') - 'transaction_id' AS lance_declare_table;
 
 -- A declared table exists.
 SELECT lance_table_exists('{"id": ["tb", "decl"]}');
@@ -45,7 +45,7 @@ SELECT lance_describe_table('{"id": ["tb", "decl"], "check_declared": true}');
 -- an object store URI stays as it is.
 SELECT lance_describe_table('{"id": ["tb", "decl"], "with_table_uri": true}');
 SELECT lance_describe_table('{"id": ["tb", "decl_props"], "with_table_uri": true}');
-SELECT lance_declare_table('{"id": ["tb", "spaced"], "location": "/data/my tables/t#1.lance"}');
+SELECT lance_declare_table('{"id": ["tb", "spaced"], "location": "/data/my tables/t#1.lance"}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_describe_table('{"id": ["tb", "spaced"], "with_table_uri": true}');
 -- load_detailed_metadata: the table's name and namespace (the catalog never
 -- opens the dataset, so no schema, version or stats).
@@ -59,29 +59,29 @@ SELECT lance_describe_table('{"id": ["tb", "decl_props"], "with_table_uri": true
 --
 
 -- From the "location" property of the table's own namespace.
-SELECT lance_create_namespace('{"id": ["a"], "properties": {"location": "/data/a"}}');
+SELECT lance_create_namespace('{"id": ["a"], "properties": {"location": "/data/a"}}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^/data/a/t_[0-9a-f]{8}\.lance$' AS location_ok,
-       r - 'location' AS rest
+       r - 'location' - 'transaction_id' AS rest
 FROM lance_declare_table('{"id": ["a", "t"]}') AS r;
 -- From the closest ancestor namespace that has one: one folder per
 -- namespace below it.
-SELECT lance_create_namespace('{"id": ["a", "b"]}');
+SELECT lance_create_namespace('{"id": ["a", "b"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^/data/a/b/t_[0-9a-f]{8}\.lance$' AS location_ok,
-       r - 'location' AS rest
+       r - 'location' - 'transaction_id' AS rest
 FROM lance_declare_table('{"id": ["a", "b", "t"], "properties": {"p": "1"}}') AS r;
-SELECT lance_create_namespace('{"id": ["a", "b", "c"]}');
-SELECT lance_create_namespace('{"id": ["a", "b", "c", "d"]}');
+SELECT lance_create_namespace('{"id": ["a", "b", "c"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["a", "b", "c", "d"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^/data/a/b/c/d/t_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["a", "b", "c", "d", "t"]}') AS r;
 -- A closer namespace's location wins; its trailing slashes are dropped.
-SELECT lance_create_namespace('{"id": ["a", "b", "s3"], "properties": {"location": "s3://bucket/lake//"}}');
-SELECT lance_create_namespace('{"id": ["a", "b", "s3", "x"]}');
+SELECT lance_create_namespace('{"id": ["a", "b", "s3"], "properties": {"location": "s3://bucket/lake//"}}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["a", "b", "s3", "x"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^s3://bucket/lake/t_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["a", "b", "s3", "t"]}') AS r;
 SELECT r->>'location' ~ '^s3://bucket/lake/x/t_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["a", "b", "s3", "x", "t"]}') AS r;
 -- An empty "location" property does not count.
-SELECT lance_create_namespace('{"id": ["a", "empty"], "properties": {"location": ""}}');
+SELECT lance_create_namespace('{"id": ["a", "empty"], "properties": {"location": ""}}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^/data/a/empty/t_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["a", "empty", "t"]}') AS r;
 
@@ -99,7 +99,7 @@ SELECT :'first_location' ~ '^/data/a/again_[0-9a-f]{8}\.lance$' AS first_ok,
        :'first_location' <> :'second_location' AS differ;
 
 -- An explicit location wins over a derived one.
-SELECT lance_declare_table('{"id": ["a", "explicit"], "location": "/elsewhere/explicit.lance"}');
+SELECT lance_declare_table('{"id": ["a", "explicit"], "location": "/elsewhere/explicit.lance"}') - 'transaction_id' AS lance_declare_table;
 
 -- From the lance_namespace.root setting when no namespace has a location.
 SET lance_namespace.root = '/srv/lance';
@@ -118,17 +118,17 @@ FROM lance_declare_table('{"id": ["a", "b", "t2"]}') AS r;
 -- '.' is percent-encoded, so no name can add a folder, and no location is
 -- derived through a name made only of dots, so none can climb out of one.
 SET lance_namespace.root = '/srv/lance';
-SELECT lance_create_namespace('{"id": ["tb_enc"]}');
-SELECT lance_create_namespace('{"id": ["tb_enc", "a/b"]}');
-SELECT lance_create_namespace('{"id": ["tb_enc", ".."]}');
-SELECT lance_create_namespace('{"id": ["tb_enc", "."]}');
-SELECT lance_create_namespace('{"id": ["tb_enc", "with space"]}');
+SELECT lance_create_namespace('{"id": ["tb_enc"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tb_enc", "a/b"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tb_enc", ".."]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tb_enc", "."]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tb_enc", "with space"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT r->>'location' ~ '^/srv/lance/tb_enc/a%2Fb/t%2Fx_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["tb_enc", "a/b", "t/x"]}') AS r;
 -- A name made only of dots has no encoding that URI parsers keep ("%2E%2E"
 -- reads as ".."), so no location is derived through it; an explicit one works.
-SELECT lance_declare_table('{"id": ["tb_enc", "..", "t"]}');
-SELECT lance_declare_table('{"id": ["tb_enc", ".", ".."]}');
+SELECT lance_declare_table('{"id": ["tb_enc", "..", "t"]}') - 'transaction_id' AS lance_declare_table;
+SELECT lance_declare_table('{"id": ["tb_enc", ".", ".."]}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_declare_table('{"id": ["tb_enc", "..", ".."], "location": "/srv/explicit/dots"}') ->> 'location' AS location;
 -- ("../.." is not only dots: its '/' is encoded, its dots are kept.)
 SELECT r->>'location' ~ '^/srv/lance/tb_enc/a%2Fb/\.\.%2F\.\._[0-9a-f]{8}\.lance$' AS location_ok
@@ -147,25 +147,25 @@ SET lance_namespace.root = '';
 --
 
 -- Create (the default): the answer echoes location and properties.
-SELECT lance_register_table('{"id": ["tb", "reg"], "location": "/data/tb/reg.lance"}');
-SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props.lance", "mode": "Create", "properties": {"k": "v"}}');
-SELECT lance_register_table('{"id": ["tb", "reg_lower"], "location": "/data/tb/reg_lower.lance", "mode": "create"}');
+SELECT lance_register_table('{"id": ["tb", "reg"], "location": "/data/tb/reg.lance"}') - 'transaction_id' AS lance_register_table;
+SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props.lance", "mode": "Create", "properties": {"k": "v"}}') - 'transaction_id' AS lance_register_table;
+SELECT lance_register_table('{"id": ["tb", "reg_lower"], "location": "/data/tb/reg_lower.lance", "mode": "create"}') - 'transaction_id' AS lance_register_table;
 -- A registered table exists and is not only declared.
 SELECT lance_table_exists('{"id": ["tb", "reg"]}');
 SELECT lance_describe_table('{"id": ["tb", "reg"], "check_declared": true}');
 SELECT lance_describe_table('{"id": ["tb", "reg_props"], "with_table_uri": true, "check_declared": true, "load_detailed_metadata": true}');
 
 -- Overwrite replaces an existing registration's location and properties.
-SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v2.lance", "mode": "Overwrite", "properties": {"k2": "v2"}}');
+SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v2.lance", "mode": "Overwrite", "properties": {"k2": "v2"}}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["tb", "reg_props"], "check_declared": true}');
-SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v3.lance", "mode": "overwrite"}');
+SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v3.lance", "mode": "overwrite"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["tb", "reg_props"]}');
 -- Overwrite of a declared table registers it: it is no longer only declared.
 SELECT lance_describe_table('{"id": ["tb", "decl_props"], "check_declared": true}');
-SELECT lance_register_table('{"id": ["tb", "decl_props"], "location": "s3://bucket/tb/decl_props.lance", "mode": "OVERWRITE", "properties": {"owner": "alice"}}');
+SELECT lance_register_table('{"id": ["tb", "decl_props"], "location": "s3://bucket/tb/decl_props.lance", "mode": "OVERWRITE", "properties": {"owner": "alice"}}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["tb", "decl_props"], "check_declared": true}');
 -- Overwrite of a missing table creates it.
-SELECT lance_register_table('{"id": ["tb", "reg_new"], "location": "/data/tb/reg_new.lance", "mode": "Overwrite"}');
+SELECT lance_register_table('{"id": ["tb", "reg_new"], "location": "/data/tb/reg_new.lance", "mode": "Overwrite"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["tb", "reg_new"], "check_declared": true}');
 
 --
@@ -191,24 +191,24 @@ SELECT jsonb_array_elements_text(lance_list_all_tables('{"include_declared": fal
 --
 
 -- Within the namespace.
-SELECT lance_rename_table('{"id": ["tb", "reg"], "new_table_name": "reg_renamed"}');
+SELECT lance_rename_table('{"id": ["tb", "reg"], "new_table_name": "reg_renamed"}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb", "reg_renamed"], "check_declared": true}');
 SELECT lance_list_tables('{"id": ["tb"], "include_declared": false}');
 -- Into another namespace.
-SELECT lance_rename_table('{"id": ["tb", "reg_renamed"], "new_table_name": "moved", "new_namespace_id": ["tb", "sub"]}');
+SELECT lance_rename_table('{"id": ["tb", "reg_renamed"], "new_table_name": "moved", "new_namespace_id": ["tb", "sub"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb", "sub", "moved"], "check_declared": true, "load_detailed_metadata": true}');
 SELECT lance_list_tables('{"id": ["tb", "sub"], "include_declared": false}');
 -- A declared table stays declared, and keeps its location.
-SELECT lance_rename_table('{"id": ["tb", "decl"], "new_table_name": "decl", "new_namespace_id": ["tb", "sub"]}');
+SELECT lance_rename_table('{"id": ["tb", "decl"], "new_table_name": "decl", "new_namespace_id": ["tb", "sub"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb", "sub", "decl"], "check_declared": true}');
 -- Into the root namespace, and back with the same name.
-SELECT lance_rename_table('{"id": ["tb", "sub", "moved"], "new_table_name": "tb_moved_top", "new_namespace_id": []}');
+SELECT lance_rename_table('{"id": ["tb", "sub", "moved"], "new_table_name": "tb_moved_top", "new_namespace_id": []}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb_moved_top"], "load_detailed_metadata": true}');
-SELECT lance_rename_table('{"id": ["tb_moved_top"], "new_table_name": "reg", "new_namespace_id": ["tb"]}');
+SELECT lance_rename_table('{"id": ["tb_moved_top"], "new_table_name": "reg", "new_namespace_id": ["tb"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb", "reg"]}');
 -- A derived location does not change with the name either.
 SELECT lance_describe_table('{"id": ["a", "same"]}') ->> 'location' AS before_rename \gset
-SELECT lance_rename_table('{"id": ["a", "same"], "new_table_name": "renamed", "new_namespace_id": ["tb"]}');
+SELECT lance_rename_table('{"id": ["a", "same"], "new_table_name": "renamed", "new_namespace_id": ["tb"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_describe_table('{"id": ["tb", "renamed"]}') ->> 'location' = :'before_rename' AS location_kept;
 
 --
@@ -216,23 +216,23 @@ SELECT lance_describe_table('{"id": ["tb", "renamed"]}') ->> 'location' = :'befo
 -- the entry they removed.
 --
 
-SELECT lance_deregister_table('{"id": ["tb", "reg_props"]}');
-SELECT lance_deregister_table('{"id": ["tb", "sub", "decl"]}');
-SELECT lance_drop_table('{"id": ["tb", "reg_lower"]}');
-SELECT lance_drop_table('{"id": ["tb_top"]}');
+SELECT lance_deregister_table('{"id": ["tb", "reg_props"]}') - 'transaction_id' AS lance_deregister_table;
+SELECT lance_deregister_table('{"id": ["tb", "sub", "decl"]}') - 'transaction_id' AS lance_deregister_table;
+SELECT lance_drop_table('{"id": ["tb", "reg_lower"]}') - 'transaction_id' AS lance_drop_table;
+SELECT lance_drop_table('{"id": ["tb_top"]}') - 'transaction_id' AS lance_drop_table;
 SELECT r->>'location' ~ '^/data/a/b/t_[0-9a-f]{8}\.lance$' AS location_ok,
-       r - 'location' AS rest
+       r - 'location' - 'transaction_id' AS rest
 FROM lance_drop_table('{"id": ["a", "b", "t"]}') AS r;
 SELECT lance_list_tables('{"id": ["tb"]}');
 SELECT lance_list_tables('{"id": ["tb", "sub"]}');
 -- The data stays: the same location can be registered again.
-SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v3.lance"}');
+SELECT lance_register_table('{"id": ["tb", "reg_props"], "location": "gs://bucket/reg_props_v3.lance"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_describe_table('{"id": ["tb", "reg_props"], "check_declared": true}');
 
 -- Clean up.
-SELECT lance_drop_namespace('{"id": ["tb"], "behavior": "Cascade"}');
-SELECT lance_drop_namespace('{"id": ["tb_enc"], "behavior": "Cascade"}');
-SELECT lance_drop_namespace('{"id": ["a"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["tb"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+SELECT lance_drop_namespace('{"id": ["tb_enc"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+SELECT lance_drop_namespace('{"id": ["a"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT lance_drop_table('{"id": ["tb_root_t"]}') -> 'id' AS dropped;
 SELECT lance_list_all_tables('{}');
 SELECT lance_list_namespaces('{"id": []}');

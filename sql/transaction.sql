@@ -15,10 +15,10 @@ SELECT count(*) AS objects_before FROM lance_catalog.object \gset
 --
 
 BEGIN;
-SELECT lance_create_namespace('{"id": ["tx_a"], "properties": {"k": "v"}}');
-SELECT lance_create_namespace('{"id": ["tx_a", "child"]}');
-SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t.lance"}');
-SELECT lance_register_table('{"id": ["tx_a", "child", "r"], "location": "/data/tx_a/r.lance"}');
+SELECT lance_create_namespace('{"id": ["tx_a"], "properties": {"k": "v"}}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_namespace('{"id": ["tx_a", "child"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t.lance"}') - 'transaction_id' AS lance_declare_table;
+SELECT lance_register_table('{"id": ["tx_a", "child", "r"], "location": "/data/tx_a/r.lance"}') - 'transaction_id' AS lance_register_table;
 -- Inside the transaction all of it is visible.
 SELECT lance_list_namespaces('{"id": ["tx_a"]}');
 SELECT lance_list_tables('{"id": ["tx_a"]}');
@@ -31,8 +31,8 @@ SELECT count(*) = :objects_before AS no_trace FROM lance_catalog.object;
 
 -- The same work committed stays.
 BEGIN;
-SELECT lance_create_namespace('{"id": ["tx_a"], "properties": {"k": "v"}}');
-SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t.lance"}');
+SELECT lance_create_namespace('{"id": ["tx_a"], "properties": {"k": "v"}}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t.lance"}') - 'transaction_id' AS lance_declare_table;
 COMMIT;
 SELECT lance_describe_table('{"id": ["tx_a", "t"], "check_declared": true}');
 
@@ -42,8 +42,8 @@ SELECT lance_describe_table('{"id": ["tx_a", "t"], "check_declared": true}');
 --
 
 BEGIN;
-SELECT lance_create_namespace('{"id": ["tx_b"]}');
-SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/other.lance"}');
+SELECT lance_create_namespace('{"id": ["tx_b"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_declare_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/other.lance"}') - 'transaction_id' AS lance_declare_table;
 -- Nothing runs until the transaction ends.
 SELECT lance_list_namespaces('{"id": []}');
 ROLLBACK;
@@ -53,11 +53,11 @@ SELECT lance_describe_table('{"id": ["tx_a", "t"]}');
 -- A failed call after a savepoint: rolling back to the savepoint undoes
 -- only the failure; the work before it commits.
 BEGIN;
-SELECT lance_create_namespace('{"id": ["tx_b"]}');
+SELECT lance_create_namespace('{"id": ["tx_b"]}') - 'transaction_id' AS lance_create_namespace;
 SAVEPOINT before_error;
-SELECT lance_drop_namespace('{"id": ["tx_a"]}');
+SELECT lance_drop_namespace('{"id": ["tx_a"]}') - 'transaction_id' AS lance_drop_namespace;
 ROLLBACK TO SAVEPOINT before_error;
-SELECT lance_register_table('{"id": ["tx_b", "r"], "location": "/data/tx_b/r.lance"}');
+SELECT lance_register_table('{"id": ["tx_b", "r"], "location": "/data/tx_b/r.lance"}') - 'transaction_id' AS lance_register_table;
 COMMIT;
 SELECT lance_list_namespaces('{"id": []}');
 SELECT lance_list_tables('{"id": ["tx_a"]}');
@@ -81,12 +81,12 @@ SELECT lance_list_namespaces('{"id": []}');
 
 BEGIN;
 SAVEPOINT s1;
-SELECT lance_declare_table('{"id": ["tx_a", "d"], "location": "/data/tx_a/d1.lance", "properties": {"try": "1"}}');
+SELECT lance_declare_table('{"id": ["tx_a", "d"], "location": "/data/tx_a/d1.lance", "properties": {"try": "1"}}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_list_tables('{"id": ["tx_a"]}');
 ROLLBACK TO SAVEPOINT s1;
 SELECT lance_list_tables('{"id": ["tx_a"]}');
 -- The name is free again within the same transaction.
-SELECT lance_declare_table('{"id": ["tx_a", "d"], "location": "/data/tx_a/d2.lance", "properties": {"try": "2"}}');
+SELECT lance_declare_table('{"id": ["tx_a", "d"], "location": "/data/tx_a/d2.lance", "properties": {"try": "2"}}') - 'transaction_id' AS lance_declare_table;
 COMMIT;
 SELECT lance_describe_table('{"id": ["tx_a", "d"], "check_declared": true}');
 
@@ -111,7 +111,7 @@ SET lance_namespace.root = '';
 
 -- DropNamespace Cascade.
 BEGIN;
-SELECT lance_drop_namespace('{"id": ["tx_a"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["tx_a"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT lance_list_namespaces('{"id": []}');
 ROLLBACK;
 SELECT lance_describe_namespace('{"id": ["tx_a"]}');
@@ -120,7 +120,7 @@ SELECT lance_describe_table('{"id": ["tx_a", "t"], "check_declared": true}');
 
 -- RenameTable across namespaces.
 BEGIN;
-SELECT lance_rename_table('{"id": ["tx_a", "t"], "new_table_name": "t2", "new_namespace_id": ["tx_b"]}');
+SELECT lance_rename_table('{"id": ["tx_a", "t"], "new_table_name": "t2", "new_namespace_id": ["tx_b"]}') - 'transaction_id' AS lance_rename_table;
 SELECT lance_list_tables('{"id": ["tx_b"]}');
 ROLLBACK;
 SELECT lance_list_tables('{"id": ["tx_a"]}');
@@ -128,18 +128,18 @@ SELECT lance_list_tables('{"id": ["tx_b"]}');
 
 -- RegisterTable Overwrite, DeregisterTable and DropTable.
 BEGIN;
-SELECT lance_register_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t_v2.lance", "mode": "Overwrite", "properties": {"v": "2"}}');
-SELECT lance_deregister_table('{"id": ["tx_b", "r"]}');
-SELECT lance_drop_table('{"id": ["tx_a", "d"]}');
+SELECT lance_register_table('{"id": ["tx_a", "t"], "location": "/data/tx_a/t_v2.lance", "mode": "Overwrite", "properties": {"v": "2"}}') - 'transaction_id' AS lance_register_table;
+SELECT lance_deregister_table('{"id": ["tx_b", "r"]}') - 'transaction_id' AS lance_deregister_table;
+SELECT lance_drop_table('{"id": ["tx_a", "d"]}') - 'transaction_id' AS lance_drop_table;
 ROLLBACK;
 SELECT lance_describe_table('{"id": ["tx_a", "t"], "check_declared": true}');
 SELECT lance_describe_table('{"id": ["tx_b", "r"], "check_declared": true}');
 SELECT lance_describe_table('{"id": ["tx_a", "d"], "check_declared": true}');
 
 -- CreateNamespace Overwrite.
-SELECT lance_create_namespace('{"id": ["tx_e"], "properties": {"v": "1"}}');
+SELECT lance_create_namespace('{"id": ["tx_e"], "properties": {"v": "1"}}') - 'transaction_id' AS lance_create_namespace;
 BEGIN;
-SELECT lance_create_namespace('{"id": ["tx_e"], "mode": "Overwrite", "properties": {"v": "2"}}');
+SELECT lance_create_namespace('{"id": ["tx_e"], "mode": "Overwrite", "properties": {"v": "2"}}') - 'transaction_id' AS lance_create_namespace;
 ROLLBACK;
 SELECT lance_describe_namespace('{"id": ["tx_e"]}');
 
@@ -153,12 +153,12 @@ SELECT r->>'location' ~ '^/srv/local/tx_e/t_[0-9a-f]{8}\.lance$' AS location_ok
 FROM lance_declare_table('{"id": ["tx_e", "t"]}') AS r;
 COMMIT;
 SELECT lance_describe_table('{"id": ["tx_e", "t"]}') ->> 'location' ~ '^/srv/local/tx_e/t_[0-9a-f]{8}\.lance$' AS kept_location;
-SELECT lance_declare_table('{"id": ["tx_e", "t2"]}');
+SELECT lance_declare_table('{"id": ["tx_e", "t2"]}') - 'transaction_id' AS lance_declare_table;
 
 -- Clean up.
-SELECT lance_drop_namespace('{"id": ["tx_a"], "behavior": "Cascade"}');
-SELECT lance_drop_namespace('{"id": ["tx_b"], "behavior": "Cascade"}');
-SELECT lance_drop_namespace('{"id": ["tx_e"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["tx_a"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+SELECT lance_drop_namespace('{"id": ["tx_b"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+SELECT lance_drop_namespace('{"id": ["tx_e"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT count(*) = :objects_before AS no_trace FROM lance_catalog.object;
 RESET lance_namespace.root;
 RESET lance_namespace.local_roots;

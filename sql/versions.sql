@@ -36,6 +36,13 @@ BEGIN
                 ELSE
                     v := to_jsonb('IMPLAUSIBLE ' || v::text);
                 END IF;
+            ELSIF k = 'transaction_id' THEN
+                -- a fresh UUID per call: shown as "uuid" once its form is checked
+                IF v::text ~ '^"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$' THEN
+                    v := '"uuid"';
+                ELSE
+                    v := to_jsonb('IMPLAUSIBLE ' || v::text);
+                END IF;
             ELSE
                 v := pg_temp.show(v);
             END IF;
@@ -59,10 +66,10 @@ SELECT count(*) AS versions_before FROM lance_catalog.version \gset
 
 -- Fixtures: a registered table, a declared table, a table that never gets
 -- a version.
-SELECT lance_create_namespace('{"id": ["vs"]}');
-SELECT lance_register_table('{"id": ["vs", "t"], "location": "s3://bucket/vs/t.lance"}');
-SELECT lance_declare_table('{"id": ["vs", "d"], "location": "s3://bucket/vs/d.lance"}');
-SELECT lance_register_table('{"id": ["vs", "empty"], "location": "s3://bucket/vs/empty.lance"}');
+SELECT lance_create_namespace('{"id": ["vs"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_register_table('{"id": ["vs", "t"], "location": "s3://bucket/vs/t.lance"}') - 'transaction_id' AS lance_register_table;
+SELECT lance_declare_table('{"id": ["vs", "d"], "location": "s3://bucket/vs/d.lance"}') - 'transaction_id' AS lance_declare_table;
+SELECT lance_register_table('{"id": ["vs", "empty"], "location": "s3://bucket/vs/empty.lance"}') - 'transaction_id' AS lance_register_table;
 
 -- s3:// tables are not managed by the catalog.
 SELECT lance_describe_table('{"id": ["vs", "t"]}') -> 'managed_versioning' AS managed;
@@ -74,7 +81,7 @@ SELECT lance_describe_table('{"id": ["vs", "t"]}') -> 'managed_versioning' AS ma
 -- All fields: version, manifest_path, manifest_size, e_tag, metadata are
 -- returned as given (the path is not rewritten for an s3:// table), and
 -- timestamp_millis is the creation time: exactly the transaction's now().
-SELECT r - 'version' AS rest,
+SELECT r - 'version' - 'transaction_id' AS rest,
        (r -> 'version') - 'timestamp_millis' AS version,
        (r #>> '{version,timestamp_millis}')::bigint
            = (extract(epoch FROM now()) * 1000)::bigint AS timestamp_is_now
@@ -98,14 +105,14 @@ WHERE o.name = 't' AND o.location = 's3://bucket/vs/t.lance'
 ORDER BY version;
 
 -- An unknown naming_scheme, or one that is not a string, is LN013.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "m", "naming_scheme": "V3"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "m", "naming_scheme": 2}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "m", "naming_scheme": "V3"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "m", "naming_scheme": 2}') - 'transaction_id' AS lance_create_table_version;
 
 --
 -- A version that exists is LN014 ConcurrentModification, and the stored
 -- version is left as it was.
 --
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 1, "manifest_path": "bucket/vs/t.lance/_versions/other.manifest"}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 1, "manifest_path": "bucket/vs/t.lance/_versions/other.manifest"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_describe_table_version('{"id": ["vs", "t"], "version": 1}') #>> '{version,manifest_path}' AS manifest_path;
 
 --
@@ -115,22 +122,22 @@ SELECT lance_describe_table_version('{"id": ["vs", "t"], "version": 1}') #>> '{v
 SELECT pg_temp.show(lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "bucket/vs/t.lance/_versions/6.manifest", "branch": "main"}'));
 SELECT pg_temp.show(lance_create_table_version('{"id": ["vs", "t"], "version": 7, "manifest_path": "bucket/vs/t.lance/_versions/7.manifest", "branch": ""}'));
 -- main is one branch: version 6 made on "main" is a duplicate on "" and absent.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "x"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 7, "manifest_path": "x", "branch": "main"}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 6, "manifest_path": "x"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 7, "manifest_path": "x", "branch": "main"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_describe_table_version('{"id": ["vs", "t"], "version": 7, "branch": "main"}') #>> '{version,manifest_path}' AS manifest_path;
 SELECT lance_describe_table_version('{"id": ["vs", "t"], "version": 6, "branch": ""}') #>> '{version,manifest_path}' AS manifest_path;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t"], "branch": "main"}'), '$.versions[*].version') AS versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t"], "branch": ""}'), '$.versions[*].version') AS versions;
 -- Another branch: LN022.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 8, "manifest_path": "x", "branch": "dev"}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 8, "manifest_path": "x", "branch": "dev"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_list_table_versions('{"id": ["vs", "t"], "branch": "dev"}');
 SELECT lance_describe_table_version('{"id": ["vs", "t"], "branch": "dev"}');
 SELECT lance_describe_table_version('{"id": ["vs", "t"], "version": 1, "branch": "dev"}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "t"], "branch": "dev", "ranges": [{"start_version": 0, "end_version": -1}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "t"], "branch": "dev", "ranges": [{"start_version": 0, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT lance_describe_table('{"id": ["vs", "t"], "version": 1, "branch": "dev"}');
 SELECT lance_table_exists('{"id": ["vs", "t"], "version": 1, "branch": "dev"}');
 -- branch must be a string.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 8, "manifest_path": "x", "branch": 1}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 8, "manifest_path": "x", "branch": 1}') - 'transaction_id' AS lance_create_table_version;
 -- Nothing was made by the refused calls.
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t"]}'), '$.versions[*].version') AS versions;
 
@@ -259,28 +266,28 @@ SELECT lance_describe_table('{"id": ["vs", "empty"]}');
 --
 
 -- version and manifest_path are required: LN013.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": null, "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": ""}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": 5}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": null, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": ""}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": 5}') - 'transaction_id' AS lance_create_table_version;
 -- version must be a non-negative integer: LN013.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": -1, "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 1.5, "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": "20", "manifest_path": "m"}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": -1, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 1.5, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": "20", "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
 -- Other fields of the wrong type: LN013.
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "manifest_size": -1}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "e_tag": 1}');
-SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "metadata": {"k": 1}}');
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "manifest_size": -1}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "e_tag": 1}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs", "t"], "version": 20, "manifest_path": "m", "metadata": {"k": 1}}') - 'transaction_id' AS lance_create_table_version;
 -- id is required and must name a table: LN013.
-SELECT lance_create_table_version('{"version": 20, "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": [], "version": 20, "manifest_path": "m"}');
+SELECT lance_create_table_version('{"version": 20, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": [], "version": 20, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
 -- A missing table is LN004, a missing namespace LN001.
-SELECT lance_create_table_version('{"id": ["vs", "missing"], "version": 1, "manifest_path": "m"}');
-SELECT lance_create_table_version('{"id": ["vs_missing", "t"], "version": 1, "manifest_path": "m"}');
+SELECT lance_create_table_version('{"id": ["vs", "missing"], "version": 1, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["vs_missing", "t"], "version": 1, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
 -- A namespace is not a table.
-SELECT lance_create_namespace('{"id": ["vs", "sub"]}');
-SELECT lance_create_table_version('{"id": ["vs", "sub"], "version": 1, "manifest_path": "m"}');
+SELECT lance_create_namespace('{"id": ["vs", "sub"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_create_table_version('{"id": ["vs", "sub"], "version": 1, "manifest_path": "m"}') - 'transaction_id' AS lance_create_table_version;
 -- None of them made a version.
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t"]}'), '$.versions[*].version') AS versions;
 
@@ -293,30 +300,30 @@ SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "empty"]}
 -- end_version -1 runs through the latest, missing versions are skipped and
 -- deleted_count counts what was deleted.  Table vs$del gets versions 1..12.
 --
-SELECT lance_register_table('{"id": ["vs", "del"], "location": "s3://bucket/vs/del.lance"}');
+SELECT lance_register_table('{"id": ["vs", "del"], "location": "s3://bucket/vs/del.lance"}') - 'transaction_id' AS lance_register_table;
 SELECT count(*) AS created
 FROM generate_series(1, 12) AS v,
      lance_create_table_version(jsonb_build_object('id', '["vs", "del"]'::jsonb, 'version', v, 'manifest_path', format('bucket/vs/del.lance/_versions/%s.manifest', v)));
 
 -- [2, 4) deletes 2 and 3.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 2, "end_version": 4}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 2, "end_version": 4}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- Several ranges in one call: [5, 6) and [7, 9) delete 5, 7 and 8.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 5, "end_version": 6}, {"start_version": 7, "end_version": 9}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 5, "end_version": 6}, {"start_version": 7, "end_version": 9}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- Missing versions are skipped: [1, 5) now holds 1 and 4 only.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 1, "end_version": 5}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 1, "end_version": 5}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- Empty ranges (end = start, end < start), a range whose versions are all
 -- gone, and no ranges at all delete nothing.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 6, "end_version": 6}, {"start_version": 9, "end_version": 6}, {"start_version": 2, "end_version": 4}]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": []}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 6, "end_version": 6}, {"start_version": 9, "end_version": 6}, {"start_version": 2, "end_version": 4}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": []}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- Overlapping ranges count each version once: 6 and 9.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 6, "end_version": 8}, {"start_version": 6, "end_version": 10}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 6, "end_version": 8}, {"start_version": 6, "end_version": 10}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- end_version -1: through the latest, inclusive (11 and 12).
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 11, "end_version": -1}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 11, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- The latest is now the newest remaining version.
 SELECT lance_describe_table_version('{"id": ["vs", "del"]}') #> '{version,version}' AS latest;
@@ -325,47 +332,47 @@ SELECT lance_list_table_versions('{"id": ["vs", "del"], "descending": true, "lim
 SELECT lance_describe_table_version('{"id": ["vs", "del"], "version": 12}');
 SELECT lance_create_table_version('{"id": ["vs", "del"], "version": 12, "manifest_path": "bucket/vs/del.lance/_versions/12-again.manifest"}') #>> '{version,manifest_path}' AS manifest_path;
 -- As in the reference implementation, any negative end_version is unbounded.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 12, "end_version": -5}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 12, "end_version": -5}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "del"]}'), '$.versions[*].version') AS versions;
 -- {start_version: 0, end_version: -1} deletes every version.
 SELECT lance_create_table_version('{"id": ["vs", "del"], "version": 20, "manifest_path": "bucket/vs/del.lance/_versions/20.manifest"}') #> '{version,version}' AS created;
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": -1}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 SELECT lance_list_table_versions('{"id": ["vs", "del"]}');
 SELECT lance_describe_table_version('{"id": ["vs", "del"]}');
 -- Deleting from a table with no versions deletes nothing.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": -1}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
 -- Only the named table's versions are deleted: vs$t still has 1..7.
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t"]}'), '$.versions[*].version') AS versions;
 
 -- BatchDeleteTableVersions errors: ranges is required, each range needs
 -- both ends, start_version is a non-negative integer; a missing table is
 -- LN004, a missing namespace LN001.
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": {"start_version": 0, "end_version": -1}}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0}]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"end_version": 3}]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": -1, "end_version": 3}]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": "3"}]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [5]}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs", "missing"], "ranges": []}');
-SELECT lance_batch_delete_table_versions('{"id": ["vs_missing", "del"], "ranges": []}');
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": {"start_version": 0, "end_version": -1}}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"end_version": 3}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": -1, "end_version": 3}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [{"start_version": 0, "end_version": "3"}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "del"], "ranges": [5]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs", "missing"], "ranges": []}') - 'transaction_id' AS lance_batch_delete_table_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["vs_missing", "del"], "ranges": []}') - 'transaction_id' AS lance_batch_delete_table_versions;
 
 --
 -- Versions belong to the table entry: a rename keeps them, a deregister
 -- removes them, so that a table registered again under the same name has
 -- none.
 --
-SELECT lance_rename_table('{"id": ["vs", "t"], "new_table_name": "t2"}');
+SELECT lance_rename_table('{"id": ["vs", "t"], "new_table_name": "t2"}') - 'transaction_id' AS lance_rename_table;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "t2"]}'), '$.versions[*].version') AS versions;
-SELECT lance_rename_table('{"id": ["vs", "t2"], "new_table_name": "t"}');
-SELECT lance_deregister_table('{"id": ["vs", "t"]}');
-SELECT lance_register_table('{"id": ["vs", "t"], "location": "s3://bucket/vs/t.lance"}');
+SELECT lance_rename_table('{"id": ["vs", "t2"], "new_table_name": "t"}') - 'transaction_id' AS lance_rename_table;
+SELECT lance_deregister_table('{"id": ["vs", "t"]}') - 'transaction_id' AS lance_deregister_table;
+SELECT lance_register_table('{"id": ["vs", "t"], "location": "s3://bucket/vs/t.lance"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_list_table_versions('{"id": ["vs", "t"]}');
 SELECT lance_describe_table_version('{"id": ["vs", "t"]}');
 SELECT lance_describe_table('{"id": ["vs", "t"], "version": 1}');
 -- The same holds for DropTable.
-SELECT lance_drop_table('{"id": ["vs", "d"]}');
-SELECT lance_declare_table('{"id": ["vs", "d"], "location": "s3://bucket/vs/d.lance"}');
+SELECT lance_drop_table('{"id": ["vs", "d"]}') - 'transaction_id' AS lance_drop_table;
+SELECT lance_declare_table('{"id": ["vs", "d"], "location": "s3://bucket/vs/d.lance"}') - 'transaction_id' AS lance_declare_table;
 SELECT lance_list_table_versions('{"id": ["vs", "d"]}');
 SELECT lance_describe_table('{"id": ["vs", "d"], "check_declared": true}');
 
@@ -410,7 +417,7 @@ SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "huge"], 
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "huge"], "descending": true, "limit": 1, "page_token": "9223372036854775807"}'), '$.versions[*].version') AS next_page;
 
 -- Clean up: dropping the namespace drops its tables and their versions.
-SELECT lance_drop_namespace('{"id": ["vs"], "behavior": "Cascade"}');
+SELECT lance_drop_namespace('{"id": ["vs"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT count(*) = :versions_before AS versions_gone FROM lance_catalog.version;
 DROP FUNCTION pg_temp.show(jsonb);
 DROP FUNCTION pg_temp.outcome(text);

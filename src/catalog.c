@@ -38,6 +38,13 @@ typedef enum CatalogStatement
 	STMT_LIST_VERSIONS,
 	STMT_LIST_VERSIONS_DESCENDING,
 	STMT_LIST_LATEST_VERSIONS,
+	STMT_INSERT_CHANGE,
+	STMT_GET_CHANGE,
+	STMT_GET_CHANGE_FOR_UPDATE,
+	STMT_SET_CHANGE,
+	STMT_LIST_QUEUED_DROPS,
+	STMT_LOCK_TABLE_REFS,
+	STMT_LOCATION_IN_USE,
 	STMT_GET_VERSION,
 	STMT_DELETE_VERSIONS,
 	NUM_CATALOG_STATEMENTS
@@ -203,6 +210,44 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
 		 4,
 		 {INT8OID, TEXTOID, INT8OID, INT8OID}},
+	[STMT_INSERT_CHANGE] =
+		{"INSERT INTO lance_catalog.change"
+		 "       (operation, objects, versions, namespaces, context, status,"
+		 "        properties)"
+		 " VALUES ($1, $2, $3, $4, jsonb_object($5, $6), $7, jsonb_object($8, $9))"
+		 " RETURNING seq, transaction_id::text",
+		 9,
+		 {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID,
+		  TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
+						 "                       FROM jsonb_each_text(properties))"
+						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
+						 1,
+						 {TEXTOID}},
+	[STMT_GET_CHANGE_FOR_UPDATE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
+									"                       FROM jsonb_each_text(properties))"
+									"  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
+									" FOR UPDATE",
+									1,
+									{TEXTOID}},
+	[STMT_SET_CHANGE] = {"UPDATE lance_catalog.change"
+						 "   SET status = $2, properties = jsonb_object($3, $4)"
+						 " WHERE transaction_id = $1::uuid",
+						 4,
+						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_LIST_QUEUED_DROPS] = {"SELECT transaction_id::text, properties ->> 'location'"
+								"  FROM lance_catalog.change"
+								" WHERE status = 'Queued' AND operation = 'DropTable'"
+								" ORDER BY seq LIMIT $1",
+								1,
+								{INT4OID}},
+	[STMT_LOCATION_IN_USE] = {"SELECT EXISTS (SELECT FROM lance_catalog.object"
+							  "                WHERE kind = 'table' AND location = $1)",
+							  1,
+							  {TEXTOID}},
+	[STMT_LOCK_TABLE_REFS] = {"SELECT FROM lance_catalog.object WHERE id = $1 FOR NO KEY UPDATE",
+							  1,
+							  {INT8OID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -281,6 +326,25 @@ result_text_array(int row, int col, char ***strings)
 	return n;
 }
 
+/* A flattened [key, value] pairs text[] result as an LnMap in the result context. */
+static LnMap
+result_map(uint64 row, int col)
+{
+	LnMap map;
+	char **pairs;
+	int npairs = result_text_array(row, col, &pairs) / 2;
+
+	map.len = npairs;
+	map.keys = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
+	map.values = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
+	for (int i = 0; i < npairs; i++)
+	{
+		map.keys[i] = pairs[2 * i];
+		map.values[i] = pairs[2 * i + 1];
+	}
+	return map;
+}
+
 static Datum
 text_array_datum(char **strings, int n)
 {
@@ -347,8 +411,6 @@ catalog_lookup_child(int64 parent_id, const char *name, bool for_update, Catalog
 {
 	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
 	bool isnull;
-	char **pairs;
-	int npairs;
 
 	execute(for_update ? STMT_LOOKUP_CHILD_FOR_UPDATE : STMT_LOOKUP_CHILD, values, NULL, 1);
 	if (SPI_processed == 0)
@@ -359,15 +421,7 @@ catalog_lookup_child(int64 parent_id, const char *name, bool for_update, Catalog
 	out->name = result_text(0, 3);
 	out->location = result_text(0, 4);
 	out->declared = DatumGetBool(result_datum(0, 5, &isnull));
-	npairs = result_text_array(0, 6, &pairs) / 2;
-	out->properties.len = npairs;
-	out->properties.keys = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
-	out->properties.values = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
-	for (int i = 0; i < npairs; i++)
-	{
-		out->properties.keys[i] = pairs[2 * i];
-		out->properties.values[i] = pairs[2 * i + 1];
-	}
+	out->properties = result_map(0, 6);
 	return true;
 }
 
@@ -637,8 +691,6 @@ static void
 result_version(uint64 row, LnTableVersion *v)
 {
 	bool isnull;
-	char **pairs;
-	int npairs;
 
 	v->version = DatumGetInt64(result_datum(row, 1, &isnull));
 	v->manifest_path = result_text(row, 2);
@@ -646,15 +698,7 @@ result_version(uint64 row, LnTableVersion *v)
 	v->has_manifest_size = !isnull;
 	v->e_tag = result_text(row, 4);
 	v->timestamp_millis = DatumGetInt64(result_datum(row, 5, &isnull));
-	npairs = result_text_array(row, 6, &pairs) / 2;
-	v->metadata.len = npairs;
-	v->metadata.keys = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
-	v->metadata.values = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
-	for (int i = 0; i < npairs; i++)
-	{
-		v->metadata.keys[i] = pairs[2 * i];
-		v->metadata.values[i] = pairs[2 * i + 1];
-	}
+	v->metadata = result_map(row, 6);
 }
 
 /*
@@ -708,4 +752,98 @@ catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 l
 
 	execute(STMT_DELETE_VERSIONS, values, NULL, 0);
 	return (int64)SPI_processed;
+}
+
+/*
+ * Append an entry to the commit log; returns its transaction id and sets
+ * *seq to its number.
+ */
+char *
+catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
+					  const bool *has_version, int nnamespaces, char **namespaces,
+					  const LnMap *context, const char *status, const LnMap *properties, int64 *seq)
+{
+	Datum values[9];
+	bool isnull;
+
+	values[0] = CStringGetTextDatum(operation);
+	values[1] = nullable_text_array_datum(objects, nobjects);
+	values[2] = int8_array_datum(versions, has_version, nobjects);
+	values[3] = nullable_text_array_datum(namespaces, nnamespaces);
+	values[4] = text_array_datum(context->keys, context->len);
+	values[5] = text_array_datum(context->values, context->len);
+	values[6] = CStringGetTextDatum(status);
+	values[7] = text_array_datum(properties->keys, properties->len);
+	values[8] = text_array_datum(properties->values, properties->len);
+	execute(STMT_INSERT_CHANGE, values, NULL, 0);
+	*seq = DatumGetInt64(result_datum(0, 1, &isnull));
+	return result_text(0, 2);
+}
+
+/* The status and properties of a logged transaction; false if there is none. */
+bool
+catalog_get_change(const char *transaction_id, bool for_update, char **status, LnMap *properties)
+{
+	Datum values[1] = {CStringGetTextDatum(transaction_id)};
+
+	execute(for_update ? STMT_GET_CHANGE_FOR_UPDATE : STMT_GET_CHANGE, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	*status = result_text(0, 1);
+	*properties = result_map(0, 2);
+	return true;
+}
+
+void
+catalog_set_change(const char *transaction_id, const char *status, const LnMap *properties)
+{
+	Datum values[4];
+
+	values[0] = CStringGetTextDatum(transaction_id);
+	values[1] = CStringGetTextDatum(status);
+	values[2] = text_array_datum(properties->keys, properties->len);
+	values[3] = text_array_datum(properties->values, properties->len);
+	execute(STMT_SET_CHANGE, values, NULL, 0);
+}
+
+/* DropTable entries whose data waits for removal, oldest first: their ids and locations. */
+int
+catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations)
+{
+	Datum values[1] = {Int32GetDatum(limit)};
+	int n;
+
+	execute(STMT_LIST_QUEUED_DROPS, values, NULL, 0);
+	n = (int)SPI_processed;
+	*transaction_ids = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	*locations = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*transaction_ids)[i] = result_text(i, 1);
+		(*locations)[i] = result_text(i, 2);
+	}
+	return n;
+}
+
+/* True if a table in the catalog has this location. */
+bool
+catalog_location_in_use(const char *location)
+{
+	Datum values[1] = {CStringGetTextDatum(location)};
+	bool isnull;
+
+	execute(STMT_LOCATION_IN_USE, values, NULL, 1);
+	return DatumGetBool(result_datum(0, 1, &isnull));
+}
+
+/*
+ * Serialize changes to one table's tags and branches.  FOR NO KEY UPDATE
+ * does not conflict with the key share that version commits take.
+ */
+void
+catalog_lock_table_refs(int64 table_id)
+{
+	Datum values[1] = {Int64GetDatum(table_id)};
+
+	execute(STMT_LOCK_TABLE_REFS, values, NULL, 0);
 }

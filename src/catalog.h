@@ -56,5 +56,16 @@ extern int catalog_list_versions(int64 table_id, const char *branch, bool descen
 extern bool catalog_get_version(int64 table_id, const char *branch, int64 version,
 								LnTableVersion *out);
 extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last);
+extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
+								   const int64 *versions, const bool *has_version, int nnamespaces,
+								   char **namespaces, const LnMap *context, const char *status,
+								   const LnMap *properties, int64 *seq);
+extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
+							   LnMap *properties);
+extern void catalog_set_change(const char *transaction_id, const char *status,
+							   const LnMap *properties);
+extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
+extern bool catalog_location_in_use(const char *location);
+extern void catalog_lock_table_refs(int64 table_id);
 
 #endif /* LN_CATALOG_H */

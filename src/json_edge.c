@@ -45,13 +45,14 @@ typedef enum FieldType
 	FIELD_RANGES,	  /* array of VersionRange */
 	FIELD_ENTRIES,	  /* array of CreateTableVersionEntry */
 	FIELD_OPERATIONS, /* array of CommitTableOperation */
-	FIELD_IDENTITY	  /* the spec's Identity */
+	FIELD_IDENTITY,	  /* the spec's Identity */
+	FIELD_ACTIONS	  /* array of AlterTransactionAction */
 } FieldType;
 
 typedef struct RequestField
 {
 	const char *key;
-	uint32 bit;
+	uint64 bit;
 	FieldType type;
 	size_t offset;
 } RequestField;
@@ -87,6 +88,11 @@ static const RequestField request_fields[] = {
 	{"entries", LN_REQ_ENTRIES, FIELD_ENTRIES, offsetof(LnRequest, nentries)},
 	{"operations", LN_REQ_OPERATIONS, FIELD_OPERATIONS, offsetof(LnRequest, noperations)},
 	{"identity", LN_REQ_IDENTITY, FIELD_IDENTITY, offsetof(LnRequest, api_key)},
+	{"actions", LN_REQ_ACTIONS, FIELD_ACTIONS, offsetof(LnRequest, nactions)},
+	{"tag", LN_REQ_TAG, FIELD_NAME, offsetof(LnRequest, tag)},
+	{"name", LN_REQ_NAME, FIELD_NAME, offsetof(LnRequest, name)},
+	{"from_branch", LN_REQ_FROM_BRANCH, FIELD_STRING, offsetof(LnRequest, from_branch)},
+	{"from_version", LN_REQ_FROM_VERSION, FIELD_COUNT, offsetof(LnRequest, from_version)},
 	{"context", LN_REQ_CONTEXT, FIELD_MAP, offsetof(LnRequest, context)},
 };
 
@@ -94,7 +100,7 @@ static const RequestField request_fields[] = {
 static const struct
 {
 	const char *key;
-	uint32 known_fields;
+	uint64 known_fields;
 } commit_kinds[] = {
 	[LN_COMMIT_DECLARE_TABLE] = {"declare_table", LN_REQ_DECLARE_TABLE},
 	[LN_COMMIT_CREATE_TABLE_VERSION] = {"create_table_version", LN_REQ_CREATE_TABLE_VERSION},
@@ -103,7 +109,7 @@ static const struct
 };
 
 static json_object *new_string_array(int n, char **strings);
-static void decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
+static void decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 								  LnRequest *req);
 
 static void
@@ -350,13 +356,86 @@ decode_identity(json_object *value, const char *prefix, const char *field, LnReq
 		req->auth_token = decode_name(member, dotted, "auth_token", false);
 }
 
+/* An optional string member of an action object; NULL when absent or null. */
+static char *
+optional_string(json_object *obj, const char *element, const char *key)
+{
+	json_object *value;
+
+	if (!json_object_object_get_ex(obj, key, &value) || value == NULL)
+		return NULL;
+	return decode_name(value, psprintf("%s.", element), key, false);
+}
+
+/* AlterTransaction's actions: each sets exactly one of three camelCase members. */
+static void
+decode_actions(json_object *value, const char *prefix, const char *field, LnRequest *req)
+{
+	static const char *const kinds[] = {
+		[LN_ACTION_SET_STATUS] = "setStatusAction",
+		[LN_ACTION_SET_PROPERTY] = "setPropertyAction",
+		[LN_ACTION_UNSET_PROPERTY] = "unsetPropertyAction",
+	};
+
+	decode_array(value, prefix, field, &req->nactions);
+	req->actions = palloc0(sizeof(LnTransactionAction) * (req->nactions + 1));
+	for (int i = 0; i < req->nactions; i++)
+	{
+		char *element;
+		json_object *obj = decode_element(value, i, prefix, field, &element);
+		LnTransactionAction *action = &req->actions[i];
+		int found = -1;
+
+		for (int k = 0; k < (int)lengthof(kinds); k++)
+		{
+			json_object *member;
+			char *inner;
+
+			if (!json_object_object_get_ex(obj, kinds[k], &member) || member == NULL)
+				continue;
+			if (found >= 0)
+				ln_error(LN_INVALID_INPUT, "field \"%s\" must set exactly one action", element);
+			found = k;
+			inner = psprintf("%s.%s", element, kinds[k]);
+			if (!json_object_is_type(member, json_type_object))
+				ln_error(LN_INVALID_INPUT, "field \"%s\" must be an object", inner);
+			action->kind = (LnActionKind)k;
+			if (k == LN_ACTION_SET_STATUS)
+				action->status = decode_name(required_member(member, inner, "status"),
+											 psprintf("%s.", inner), "status", false);
+			else
+			{
+				action->key = decode_name(required_member(member, inner, "key"),
+										  psprintf("%s.", inner), "key", false);
+				action->mode = optional_string(member, inner, "mode");
+			}
+			if (k == LN_ACTION_SET_PROPERTY)
+			{
+				json_object *v = required_member(member, inner, "value");
+
+				if (!json_object_is_type(v, json_type_string))
+					ln_error(LN_INVALID_INPUT, "field \"%s.value\" must be a string", inner);
+				action->value = copy_string(v);
+				if (action->value == NULL)
+					ln_error(LN_INVALID_INPUT,
+							 "field \"%s.value\" must not contain a NUL character", inner);
+			}
+		}
+		if (found < 0)
+			ln_error(LN_INVALID_INPUT,
+					 "field \"%s\" must set one of setStatusAction, setPropertyAction, "
+					 "unsetPropertyAction",
+					 element);
+	}
+}
+
 /*
  * Decode the members of request object `obj` that `known_fields` names.
  * `prefix` is put before field names in error messages, so that an error in
  * an element of a batch names the element.
  */
 static void
-decode_request_object(json_object *obj, const char *prefix, uint32 known_fields, LnRequest *req)
+decode_request_object(json_object *obj, const char *prefix, uint64 known_fields, LnRequest *req)
 {
 	memset(req, 0, sizeof(LnRequest));
 	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
@@ -422,13 +501,16 @@ decode_request_object(json_object *obj, const char *prefix, uint32 known_fields,
 			case FIELD_IDENTITY:
 				decode_identity(value, prefix, f->key, req);
 				break;
+			case FIELD_ACTIONS:
+				decode_actions(value, prefix, f->key, req);
+				break;
 		}
 		req->present |= f->bit;
 	}
 }
 
 void
-json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req)
+json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 {
 	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
 	JsonTree *tree;
@@ -444,7 +526,7 @@ json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req)
 
 /* The request field named `key` that `known_fields` includes, or NULL. */
 static const RequestField *
-find_field(const char *key, uint32 known_fields)
+find_field(const char *key, uint64 known_fields)
 {
 	for (size_t i = 0; i < lengthof(request_fields); i++)
 		if ((known_fields & request_fields[i].bit) && strcmp(request_fields[i].key, key) == 0)
@@ -504,7 +586,7 @@ same_id(json_object *array, const LnId *id)
  */
 void
 json_decode_http_request(const char *body, const LnId *path_id, const LnMap *query,
-						 const LnMap *headers, uint32 known_fields, LnRequest *req)
+						 const LnMap *headers, uint64 known_fields, LnRequest *req)
 {
 	static const char *const plain_headers[] = {"accept",	  "accept-encoding", "authorization",
 												"connection", "content-length",	 "content-type",
@@ -659,6 +741,155 @@ new_table_version(const LnTableVersion *v)
 	return obj;
 }
 
+/*
+ * A tag's contents: the spec's TagContents, or (as_file) the whole of what
+ * Lance writes in _refs/tags/<name>.json.
+ */
+static json_object *
+new_tag_contents(const LnRefContents *c, bool as_file)
+{
+	json_object *obj = json_object_new_object();
+
+	if (c->branch != NULL || as_file)
+		json_object_object_add(obj, "branch", c->branch ? json_object_new_string(c->branch) : NULL);
+	json_object_object_add(obj, "version", json_object_new_int64(c->version));
+	if (as_file)
+	{
+		json_object_object_add(obj, "createdAt", json_object_new_string(c->created_at));
+		json_object_object_add(obj, "updatedAt", json_object_new_string(c->updated_at));
+	}
+	json_object_object_add(obj, "manifestSize", json_object_new_int64(c->manifest_size));
+	if (as_file)
+		json_object_object_add(obj, "metadata", new_map(&c->metadata));
+	return obj;
+}
+
+/* A branch's contents: the spec's BranchContents, or (as_file) Lance's _refs/branches file. */
+static json_object *
+new_branch_contents(const LnRefContents *c, bool as_file)
+{
+	json_object *obj = json_object_new_object();
+
+	if (c->branch != NULL || as_file)
+		json_object_object_add(obj, "parentBranch",
+							   c->branch ? json_object_new_string(c->branch) : NULL);
+	if (as_file)
+	{
+		json_object *identifier = json_object_new_object();
+		json_object *mapping = json_object_new_array_ext(c->nmapping);
+
+		for (int i = 0; i < c->nmapping; i++)
+		{
+			json_object *pair = json_object_new_array_ext(2);
+
+			json_object_array_add(pair, json_object_new_int64(c->mapping_versions[i]));
+			json_object_array_add(pair, json_object_new_string(c->mapping_ids[i]));
+			json_object_array_add(mapping, pair);
+		}
+		json_object_object_add(identifier, "version_mapping", mapping);
+		json_object_object_add(obj, "identifier", identifier);
+	}
+	json_object_object_add(obj, "parentVersion", json_object_new_int64(c->version));
+	json_object_object_add(obj, "createAt", json_object_new_int64(c->create_at));
+	json_object_object_add(obj, "manifestSize", json_object_new_int64(c->manifest_size));
+	json_object_object_add(obj, "metadata", new_map(&c->metadata));
+	return obj;
+}
+
+/* A ref file's text, pretty-printed as Lance writes it. */
+char *
+json_ref_file(const LnRefContents *contents, bool branch)
+{
+	json_object *obj =
+		branch ? new_branch_contents(contents, true) : new_tag_contents(contents, true);
+	JsonTree *tree = guard_tree(obj);
+	char *text = pstrdup(json_object_to_json_string_ext(
+		obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+
+	release_tree(tree);
+	return text;
+}
+
+static json_object *
+get_member(json_object *obj, const char *key, json_type type)
+{
+	json_object *value;
+
+	if (!json_object_object_get_ex(obj, key, &value) || !json_object_is_type(value, type))
+		return NULL;
+	return value;
+}
+
+/*
+ * Read a ref file written by Lance or by the catalog.  False if it is not
+ * one: not JSON, or its version or manifest size missing.
+ */
+bool
+json_parse_ref_file(const char *text, bool branch, LnRefContents *out)
+{
+	JsonTree *tree = guard_tree(json_tokener_parse(text));
+	json_object *obj = tree->root;
+	json_object *value;
+	bool ok = false;
+
+	memset(out, 0, sizeof(LnRefContents));
+	out->metadata.keys = out->metadata.values = NULL;
+	if (obj != NULL && json_object_is_type(obj, json_type_object) &&
+		(value = get_member(obj, branch ? "parentVersion" : "version", json_type_int)) != NULL)
+	{
+		out->version = json_object_get_int64(value);
+		if ((value = get_member(obj, "manifestSize", json_type_int)) != NULL)
+		{
+			out->manifest_size = json_object_get_int64(value);
+			ok = true;
+		}
+		if ((value = get_member(obj, branch ? "parentBranch" : "branch", json_type_string)))
+			out->branch = pstrdup(json_object_get_string(value));
+		if ((value = get_member(obj, "createAt", json_type_int)) != NULL)
+			out->create_at = json_object_get_int64(value);
+		if ((value = get_member(obj, "createdAt", json_type_string)) != NULL)
+			out->created_at = pstrdup(json_object_get_string(value));
+		if ((value = get_member(obj, "metadata", json_type_object)) != NULL)
+		{
+			out->metadata.keys = palloc(sizeof(char *) * (json_object_object_length(value) + 1));
+			out->metadata.values = palloc(sizeof(char *) * (json_object_object_length(value) + 1));
+			{
+				/* the macro declares its loop variables, so it opens a block of its own */
+				json_object_object_foreach(value, key, member)
+				{
+					if (!json_object_is_type(member, json_type_string))
+						continue;
+					out->metadata.keys[out->metadata.len] = pstrdup(key);
+					out->metadata.values[out->metadata.len++] =
+						pstrdup(json_object_get_string(member));
+				}
+			}
+		}
+		if ((value = get_member(obj, "identifier", json_type_object)) != NULL &&
+			(value = get_member(value, "version_mapping", json_type_array)) != NULL)
+		{
+			int n = (int)json_object_array_length(value);
+
+			out->mapping_versions = palloc(sizeof(int64) * (n + 1));
+			out->mapping_ids = palloc(sizeof(char *) * (n + 1));
+			for (int i = 0; i < n; i++)
+			{
+				json_object *pair = json_object_array_get_idx(value, i);
+
+				if (!json_object_is_type(pair, json_type_array) ||
+					json_object_array_length(pair) != 2)
+					continue;
+				out->mapping_versions[out->nmapping] =
+					json_object_get_int64(json_object_array_get_idx(pair, 0));
+				out->mapping_ids[out->nmapping++] =
+					pstrdup(json_object_get_string(json_object_array_get_idx(pair, 1)));
+			}
+		}
+	}
+	release_tree(tree);
+	return ok;
+}
+
 static json_object *
 new_response(const LnResponse *resp)
 {
@@ -692,6 +923,34 @@ new_response(const LnResponse *resp)
 	if (resp->fields & LN_RESP_NAMESPACE)
 		json_object_object_add(obj, "namespace",
 							   new_string_array(resp->namespace_id.len, resp->namespace_id.names));
+	if (resp->fields & LN_RESP_TRANSACTION_ID)
+	{
+		json_object *id = json_object_new_string(resp->transaction_id);
+
+		if (resp->transaction_ids)
+		{
+			json_object *ids = json_object_new_array_ext(1);
+
+			json_object_array_add(ids, id);
+			id = ids;
+		}
+		json_object_object_add(obj, "transaction_id", id);
+	}
+	if (resp->fields & LN_RESP_BRANCH)
+		json_object_object_add(obj, "branch", json_object_new_string(resp->branch));
+	if (resp->fields & (LN_RESP_TAGS | LN_RESP_BRANCHES))
+	{
+		json_object *refs = json_object_new_object();
+
+		for (int i = 0; i < resp->nrefs; i++)
+			json_object_object_add(refs, resp->ref_names[i],
+								   (resp->fields & LN_RESP_TAGS)
+									   ? new_tag_contents(&resp->refs[i], false)
+									   : new_branch_contents(&resp->refs[i], false));
+		json_object_object_add(obj, (resp->fields & LN_RESP_TAGS) ? "tags" : "branches", refs);
+	}
+	if (resp->fields & LN_RESP_STATUS)
+		json_object_object_add(obj, "status", json_object_new_string(resp->status));
 	if (resp->fields & LN_RESP_VERSION_NUMBER)
 		json_object_object_add(obj, "version", json_object_new_int64(resp->version_number));
 	if (resp->fields & LN_RESP_VERSION)
@@ -740,6 +999,28 @@ Jsonb *
 json_encode_map(const LnMap *map)
 {
 	return tree_to_jsonb(new_map(map));
+}
+
+/*
+ * The payload of the NOTIFY that announces a committed change: its
+ * operation and the ids it touched (left out if they would make the payload
+ * longer than NOTIFY allows).  Listeners read the details with
+ * lance_changes().
+ */
+char *
+json_change_notification(const char *operation, int nobjects, char **objects)
+{
+	json_object *obj = json_object_new_object();
+	char *text;
+
+	json_object_object_add(obj, "operation", json_object_new_string(operation));
+	json_object_object_add(obj, "objects", new_string_array(nobjects, objects));
+	text = tree_to_text(obj);
+	if (strlen(text) < 4000)
+		return text;
+	obj = json_object_new_object();
+	json_object_object_add(obj, "operation", json_object_new_string(operation));
+	return tree_to_text(obj);
 }
 
 /* The spec's ErrorResponse, {"code": N, "error": "..."}, as JSON text. */

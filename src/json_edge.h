@@ -10,13 +10,16 @@
 
 #include "lance_namespace.h"
 
-extern void json_decode_request(Jsonb *request, uint32 known_fields, LnRequest *req);
+extern void json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req);
 extern void json_decode_http_request(const char *body, const LnId *path_id, const LnMap *query,
-									 const LnMap *headers, uint32 known_fields, LnRequest *req);
+									 const LnMap *headers, uint64 known_fields, LnRequest *req);
 extern LnMap json_decode_headers(Jsonb *headers);
 extern Jsonb *json_encode_response(const LnResponse *resp);
 extern char *json_encode_response_text(const LnResponse *resp);
 extern Jsonb *json_encode_map(const LnMap *map);
+extern char *json_ref_file(const LnRefContents *contents, bool branch);
+extern bool json_parse_ref_file(const char *text, bool branch, LnRefContents *out);
+extern char *json_change_notification(const char *operation, int nobjects, char **objects);
 extern char *json_error_body(int code, const char *message, const char *detail);
 
 #endif /* LN_JSON_EDGE_H */

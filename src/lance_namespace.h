@@ -35,35 +35,41 @@ typedef struct LnMap
  * so that a field known to one operation is an unknown (ignored) key to the
  * next.
  */
-#define LN_REQ_ID				(1u << 0)
-#define LN_REQ_MODE				(1u << 1)
-#define LN_REQ_BEHAVIOR			(1u << 2)
-#define LN_REQ_PROPERTIES		(1u << 3)
-#define LN_REQ_PAGE_TOKEN		(1u << 4)
-#define LN_REQ_LIMIT			(1u << 5)
-#define LN_REQ_INCLUDE_DECLARED (1u << 6)
-#define LN_REQ_LOCATION			(1u << 7)
-#define LN_REQ_NEW_TABLE_NAME	(1u << 8)
-#define LN_REQ_NEW_NAMESPACE_ID (1u << 9)
-#define LN_REQ_WITH_TABLE_URI	(1u << 10)
-#define LN_REQ_CHECK_DECLARED	(1u << 11)
-#define LN_REQ_LOAD_DETAILED	(1u << 12)
-#define LN_REQ_VERSION			(1u << 13)
-#define LN_REQ_DELIMITER		(1u << 14)
-#define LN_REQ_VEND_CREDENTIALS (1u << 15)
-#define LN_REQ_BRANCH			(1u << 16)
-#define LN_REQ_MANIFEST_PATH	(1u << 17)
-#define LN_REQ_MANIFEST_SIZE	(1u << 18)
-#define LN_REQ_E_TAG			(1u << 19)
-#define LN_REQ_METADATA			(1u << 20)
-#define LN_REQ_NAMING_SCHEME	(1u << 21)
-#define LN_REQ_DESCENDING		(1u << 22)
-#define LN_REQ_RANGES			(1u << 23)
-#define LN_REQ_ENTRIES			(1u << 24)
-#define LN_REQ_OPERATIONS		(1u << 25)
+
+#define LN_REQ_ID				(UINT64CONST(1) << 0)
+#define LN_REQ_MODE				(UINT64CONST(1) << 1)
+#define LN_REQ_BEHAVIOR			(UINT64CONST(1) << 2)
+#define LN_REQ_PROPERTIES		(UINT64CONST(1) << 3)
+#define LN_REQ_PAGE_TOKEN		(UINT64CONST(1) << 4)
+#define LN_REQ_LIMIT			(UINT64CONST(1) << 5)
+#define LN_REQ_INCLUDE_DECLARED (UINT64CONST(1) << 6)
+#define LN_REQ_LOCATION			(UINT64CONST(1) << 7)
+#define LN_REQ_NEW_TABLE_NAME	(UINT64CONST(1) << 8)
+#define LN_REQ_NEW_NAMESPACE_ID (UINT64CONST(1) << 9)
+#define LN_REQ_WITH_TABLE_URI	(UINT64CONST(1) << 10)
+#define LN_REQ_CHECK_DECLARED	(UINT64CONST(1) << 11)
+#define LN_REQ_LOAD_DETAILED	(UINT64CONST(1) << 12)
+#define LN_REQ_VERSION			(UINT64CONST(1) << 13)
+#define LN_REQ_DELIMITER		(UINT64CONST(1) << 14)
+#define LN_REQ_VEND_CREDENTIALS (UINT64CONST(1) << 15)
+#define LN_REQ_BRANCH			(UINT64CONST(1) << 16)
+#define LN_REQ_MANIFEST_PATH	(UINT64CONST(1) << 17)
+#define LN_REQ_MANIFEST_SIZE	(UINT64CONST(1) << 18)
+#define LN_REQ_E_TAG			(UINT64CONST(1) << 19)
+#define LN_REQ_METADATA			(UINT64CONST(1) << 20)
+#define LN_REQ_NAMING_SCHEME	(UINT64CONST(1) << 21)
+#define LN_REQ_DESCENDING		(UINT64CONST(1) << 22)
+#define LN_REQ_RANGES			(UINT64CONST(1) << 23)
+#define LN_REQ_ENTRIES			(UINT64CONST(1) << 24)
+#define LN_REQ_OPERATIONS		(UINT64CONST(1) << 25)
+#define LN_REQ_ACTIONS			(UINT64CONST(1) << 26)
+#define LN_REQ_TAG				(UINT64CONST(1) << 27)
+#define LN_REQ_NAME				(UINT64CONST(1) << 28)
+#define LN_REQ_FROM_BRANCH		(UINT64CONST(1) << 29)
+#define LN_REQ_FROM_VERSION		(UINT64CONST(1) << 30)
 /* identity and context belong to every request */
-#define LN_REQ_IDENTITY (1u << 26)
-#define LN_REQ_CONTEXT	(1u << 27)
+#define LN_REQ_IDENTITY (UINT64CONST(1) << 31)
+#define LN_REQ_CONTEXT	(UINT64CONST(1) << 32)
 
 #define LN_REQ_LIST (LN_REQ_ID | LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT)
 
@@ -93,9 +99,26 @@ typedef enum LnCommitKind
 
 typedef struct LnCommitOperation LnCommitOperation;
 
+/* One AlterTransaction action: exactly one of its three kinds. */
+typedef enum LnActionKind
+{
+	LN_ACTION_SET_STATUS,
+	LN_ACTION_SET_PROPERTY,
+	LN_ACTION_UNSET_PROPERTY
+} LnActionKind;
+
+typedef struct LnTransactionAction
+{
+	LnActionKind kind;
+	char *status; /* setStatusAction */
+	char *key;	  /* setPropertyAction, unsetPropertyAction */
+	char *value;  /* setPropertyAction */
+	char *mode;	  /* NULL: the action's default */
+} LnTransactionAction;
+
 typedef struct LnRequest
 {
-	uint32 present; /* LN_REQ_* bits of the members given */
+	uint64 present; /* LN_REQ_* bits of the members given */
 	LnId id;
 	char *mode;
 	char *behavior;
@@ -125,6 +148,12 @@ typedef struct LnRequest
 	struct LnRequest *entries;
 	int noperations; /* BatchCommitTables */
 	LnCommitOperation *operations;
+	char *tag;
+	char *name;		   /* CreateTableBranch, DeleteTableBranch */
+	char *from_branch; /* CreateTableBranch */
+	int64 from_version;
+	int nactions; /* AlterTransaction */
+	LnTransactionAction *actions;
 	char *api_key;	  /* identity.api_key */
 	char *auth_token; /* identity.auth_token */
 	LnMap context;
@@ -135,6 +164,24 @@ struct LnCommitOperation
 	LnCommitKind kind;
 	LnRequest request;
 };
+
+/*
+ * A tag's or a branch's contents, as Lance keeps them in the table's _refs
+ * folder (TagContents, BranchContents).
+ */
+typedef struct LnRefContents
+{
+	char *branch;  /* tag: its branch; branch: its parent branch (NULL: main) */
+	int64 version; /* tag: its version; branch: the version it forks from */
+	int64 manifest_size;
+	int64 create_at;  /* branch: Unix seconds */
+	char *created_at; /* tag: RFC 3339 times */
+	char *updated_at;
+	int nmapping; /* branch: Lance's identifier, (version, uuid) pairs */
+	int64 *mapping_versions;
+	char **mapping_ids;
+	LnMap metadata;
+} LnRefContents;
 
 /* The spec's TableVersion. */
 typedef struct LnTableVersion
@@ -165,6 +212,11 @@ typedef struct LnTableVersion
 #define LN_RESP_VERSIONS		   (1u << 13)
 #define LN_RESP_DELETED_COUNT	   (1u << 14)
 #define LN_RESP_RESULTS			   (1u << 15)
+#define LN_RESP_TRANSACTION_ID	   (1u << 17)
+#define LN_RESP_TAGS			   (1u << 19)
+#define LN_RESP_BRANCHES		   (1u << 20)
+#define LN_RESP_BRANCH			   (1u << 21)
+#define LN_RESP_STATUS			   (1u << 18)
 #define LN_RESP_VERSION_NUMBER	   (1u << 16) /* DescribeTable's integer "version" */
 
 typedef struct LnCommitResult LnCommitResult;
@@ -189,6 +241,13 @@ typedef struct LnResponse
 	LnTableVersion *versions;
 	int64 deleted_count;
 	int64 version_number;
+	char *transaction_id;
+	bool transaction_ids; /* send transaction_id as an array of one */
+	int nrefs;			  /* "tags" or "branches": names and contents */
+	char **ref_names;
+	LnRefContents *refs;
+	char *branch;
+	char *status;
 	int nresults;
 	LnCommitResult *results;
 } LnResponse;
@@ -206,11 +265,13 @@ typedef struct LnOperationDef
 {
 	const char *operation_id; /* the spec's operationId */
 	LnOperation run;
-	uint32 known_fields; /* LN_REQ_* bits of the request members it reads */
+	uint32 known_fields;  /* LN_REQ_* bits of the request members it reads */
+	bool transaction_ids; /* answers transaction_id as an array (DropNamespace) */
 } LnOperationDef;
 
-/* request.c: the frame every SQL-callable operation runs in */
+/* request.c: the frame every operation runs in */
 extern Datum ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op);
+extern void ln_execute(const LnOperationDef *op, const LnRequest *req, LnResponse *resp);
 
 /* lance_namespace.c: settings */
 extern char *ln_root_location;

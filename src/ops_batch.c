@@ -76,8 +76,11 @@ batch_commit_tables(const LnRequest *req, LnResponse *resp)
 	ln_error_set_element(NULL);
 }
 
-const LnOperationDef ln_op_batch_commit_tables = {"BatchCommitTables", batch_commit_tables,
-												  LN_REQ_OPERATIONS};
+const LnOperationDef ln_op_batch_commit_tables = {
+	.operation_id = "BatchCommitTables",
+	.run = batch_commit_tables,
+	.known_fields = LN_REQ_OPERATIONS,
+};
 
 PG_FUNCTION_INFO_V1(lance_batch_commit_tables);
 Datum

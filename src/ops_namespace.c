@@ -8,6 +8,7 @@
 #include "fmgr.h"
 
 #include "catalog.h"
+#include "changes.h"
 #include "error.h"
 #include "objects.h"
 #include "request.h"
@@ -74,7 +75,10 @@ create_namespace(const LnRequest *req, LnResponse *resp)
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = properties;
 	if (catalog_insert_object(parent.id, false, name, &properties, NULL, false) != 0)
+	{
+		changes_touch(&req->id, req->id.len, true, -1);
 		return;
+	}
 
 	if (!catalog_lookup_child(parent.id, name, mode == CREATE_MODE_OVERWRITE, &existing))
 		ln_error(LN_CONCURRENT_MODIFICATION,
@@ -100,6 +104,7 @@ create_namespace(const LnRequest *req, LnResponse *resp)
 						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",
 						 ln_id_string(&req->id, req->id.len));
 			catalog_set_properties(existing.id, &properties);
+			changes_touch(&req->id, req->id.len, true, -1);
 			break;
 	}
 }
@@ -174,13 +179,17 @@ drop_namespace(const LnRequest *req, LnResponse *resp)
 	}
 	else
 		catalog_delete_subtree(ns.id);
+	changes_touch(&req->id, req->id.len, true, -1);
 
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = ns.properties;
 }
 
-const LnOperationDef ln_op_create_namespace = {"CreateNamespace", create_namespace,
-											   LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES};
+const LnOperationDef ln_op_create_namespace = {
+	.operation_id = "CreateNamespace",
+	.run = create_namespace,
+	.known_fields = LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES,
+};
 
 PG_FUNCTION_INFO_V1(lance_create_namespace);
 Datum
@@ -189,7 +198,11 @@ lance_create_namespace(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_create_namespace);
 }
 
-const LnOperationDef ln_op_list_namespaces = {"ListNamespaces", list_namespaces, LN_REQ_LIST};
+const LnOperationDef ln_op_list_namespaces = {
+	.operation_id = "ListNamespaces",
+	.run = list_namespaces,
+	.known_fields = LN_REQ_LIST,
+};
 
 PG_FUNCTION_INFO_V1(lance_list_namespaces);
 Datum
@@ -198,8 +211,11 @@ lance_list_namespaces(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_list_namespaces);
 }
 
-const LnOperationDef ln_op_describe_namespace = {"DescribeNamespace", describe_namespace,
-												 LN_REQ_ID};
+const LnOperationDef ln_op_describe_namespace = {
+	.operation_id = "DescribeNamespace",
+	.run = describe_namespace,
+	.known_fields = LN_REQ_ID,
+};
 
 PG_FUNCTION_INFO_V1(lance_describe_namespace);
 Datum
@@ -208,8 +224,12 @@ lance_describe_namespace(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_describe_namespace);
 }
 
-const LnOperationDef ln_op_drop_namespace = {"DropNamespace", drop_namespace,
-											 LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR};
+const LnOperationDef ln_op_drop_namespace = {
+	.operation_id = "DropNamespace",
+	.run = drop_namespace,
+	.known_fields = LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR,
+	.transaction_ids = true,
+};
 
 PG_FUNCTION_INFO_V1(lance_drop_namespace);
 Datum
@@ -218,7 +238,11 @@ lance_drop_namespace(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_drop_namespace);
 }
 
-const LnOperationDef ln_op_namespace_exists = {"NamespaceExists", namespace_exists, LN_REQ_ID};
+const LnOperationDef ln_op_namespace_exists = {
+	.operation_id = "NamespaceExists",
+	.run = namespace_exists,
+	.known_fields = LN_REQ_ID,
+};
 
 PG_FUNCTION_INFO_V1(lance_namespace_exists);
 Datum

@@ -11,6 +11,7 @@
 #include "utils/builtins.h"
 
 #include "catalog.h"
+#include "changes.h"
 #include "error.h"
 #include "location.h"
 #include "objects.h"
@@ -179,6 +180,7 @@ declare_table(const LnRequest *req, LnResponse *resp)
 					 ln_id_string(&req->id, req->id.len));
 		raise_name_taken(&req->id, &existing);
 	}
+	changes_touch(&req->id, req->id.len, false, -1);
 	describe_table_entry(&table, resp);
 }
 
@@ -206,10 +208,48 @@ register_table(const LnRequest *req, LnResponse *resp)
 			raise_name_taken(&req->id, &existing);
 		catalog_reregister_table(existing.id, req->location, &properties);
 	}
+	changes_touch(&req->id, req->id.len, false, -1);
 
 	resp->fields = LN_RESP_LOCATION | LN_RESP_PROPERTIES;
 	resp->location = req->location;
 	resp->properties = properties;
+}
+
+/*
+ * The version DescribeTable and TableExists ask about: `version` on
+ * `branch`, or the version `tag` names (not with either), or nothing to
+ * check.  Answers its number in resp, if not NULL.
+ */
+static void
+describe_table_at(const LnRequest *req, const CatalogObject *table, LnResponse *resp)
+{
+	LnRequest at = *req;
+	LnTableVersion version;
+
+	if (req->tag != NULL)
+	{
+		LnRefContents tag;
+
+		if (req->present & LN_REQ_VERSION)
+			ln_error(LN_INVALID_INPUT, "give \"tag\" or \"version\", not both");
+		if (req->branch != NULL)
+			ln_error(LN_INVALID_INPUT, "give \"tag\" or \"branch\", not both");
+		refs_get_tag(req, table, &tag);
+		at.present |= LN_REQ_VERSION;
+		at.version = tag.version;
+		at.branch = tag.branch;
+	}
+	else if ((req->present & LN_REQ_VERSION) == 0)
+	{
+		(void)branch_key(req, table->location); /* a branch that does not exist is LN022 */
+		return;
+	}
+	versions_get(&at, table, &version);
+	if (resp != NULL)
+	{
+		resp->fields |= LN_RESP_VERSION_NUMBER;
+		resp->version_number = version.version;
+	}
 }
 
 static void
@@ -221,15 +261,7 @@ describe_table(const LnRequest *req, LnResponse *resp)
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
 	describe_table_entry(&table, resp);
-	(void)branch_key(req); /* a branch that does not exist is LN022 */
-	if (req->present & LN_REQ_VERSION)
-	{
-		LnTableVersion version;
-
-		versions_get(req, table.id, &version);
-		resp->fields |= LN_RESP_VERSION_NUMBER;
-		resp->version_number = version.version;
-	}
+	describe_table_at(req, &table, resp);
 	if (req->with_table_uri)
 	{
 		resp->fields |= LN_RESP_TABLE_URI;
@@ -257,17 +289,11 @@ table_exists(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, false, &ns, &table);
-	(void)branch_key(req); /* a branch that does not exist is LN022 */
-	if (req->present & LN_REQ_VERSION)
-	{
-		LnTableVersion version;
-
-		versions_get(req, table.id, &version);
-	}
+	describe_table_at(req, &table, NULL);
 	resp->fields = 0; /* exists: an empty answer */
 }
 
-/* DeregisterTable and, until data removal exists, DropTable: the entry goes, the data stays. */
+/* DeregisterTable: the entry goes, the data stays. */
 static void
 deregister_table(const LnRequest *req, LnResponse *resp)
 {
@@ -277,11 +303,33 @@ deregister_table(const LnRequest *req, LnResponse *resp)
 	ln_require_table_id(req);
 	objects_get_table(&req->id, true, &ns, &table);
 	catalog_delete_object(table.id);
+	changes_touch(&req->id, req->id.len, false, -1);
 
 	resp->fields = LN_RESP_ID | LN_RESP_LOCATION | LN_RESP_PROPERTIES;
 	resp->id = req->id;
 	resp->location = table.location;
 	resp->properties = table.properties;
+}
+
+/*
+ * DropTable: the entry goes in the caller's transaction.  The data of a
+ * table under lance_namespace.local_roots is queued for removal: the log
+ * entry's status is Queued, and lance_process_drops() removes it later,
+ * outside any user transaction.  Elsewhere the caller removes the data at
+ * the location the answer carries.
+ */
+static void
+drop_table(const LnRequest *req, LnResponse *resp)
+{
+	deregister_table(req, resp);
+	if (storage_is_managed(resp->location))
+	{
+		LnMap queued = {1, palloc(sizeof(char *)), palloc(sizeof(char *))};
+
+		queued.keys[0] = "location";
+		queued.values[0] = resp->location;
+		changes_set_status("Queued", &queued);
+	}
 }
 
 static void
@@ -312,11 +360,22 @@ rename_table(const LnRequest *req, LnResponse *resp)
 				 existing.is_table ? "table" : "namespace", req->new_table_name);
 	}
 	catalog_move_object(table.id, target.id, req->new_table_name);
+	changes_touch(&req->id, req->id.len, false, -1);
+	{
+		LnId renamed = {target_len + 1, palloc(sizeof(char *) * (target_len + 1))};
+
+		memcpy(renamed.names, target_id->names, sizeof(char *) * target_len);
+		renamed.names[target_len] = req->new_table_name;
+		changes_touch(&renamed, renamed.len, false, -1);
+	}
 	resp->fields = 0;
 }
 
-const LnOperationDef ln_op_list_tables = {"ListTables", list_tables,
-										  LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED};
+const LnOperationDef ln_op_list_tables = {
+	.operation_id = "ListTables",
+	.run = list_tables,
+	.known_fields = LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED,
+};
 
 PG_FUNCTION_INFO_V1(lance_list_tables);
 Datum
@@ -325,9 +384,11 @@ lance_list_tables(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_list_tables);
 }
 
-const LnOperationDef ln_op_list_all_tables = {"ListAllTables", list_all_tables,
-											  LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT |
-												  LN_REQ_INCLUDE_DECLARED | LN_REQ_DELIMITER};
+const LnOperationDef ln_op_list_all_tables = {
+	.operation_id = "ListAllTables",
+	.run = list_all_tables,
+	.known_fields = LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT | LN_REQ_INCLUDE_DECLARED | LN_REQ_DELIMITER,
+};
 
 PG_FUNCTION_INFO_V1(lance_list_all_tables);
 Datum
@@ -336,7 +397,11 @@ lance_list_all_tables(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_list_all_tables);
 }
 
-const LnOperationDef ln_op_declare_table = {"DeclareTable", declare_table, LN_REQ_DECLARE_TABLE};
+const LnOperationDef ln_op_declare_table = {
+	.operation_id = "DeclareTable",
+	.run = declare_table,
+	.known_fields = LN_REQ_DECLARE_TABLE,
+};
 
 PG_FUNCTION_INFO_V1(lance_declare_table);
 Datum
@@ -346,7 +411,10 @@ lance_declare_table(PG_FUNCTION_ARGS)
 }
 
 const LnOperationDef ln_op_register_table = {
-	"RegisterTable", register_table, LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES};
+	.operation_id = "RegisterTable",
+	.run = register_table,
+	.known_fields = LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES,
+};
 
 PG_FUNCTION_INFO_V1(lance_register_table);
 Datum
@@ -355,10 +423,13 @@ lance_register_table(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_register_table);
 }
 
-const LnOperationDef ln_op_describe_table = {"DescribeTable", describe_table,
-											 LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH |
-												 LN_REQ_WITH_TABLE_URI | LN_REQ_CHECK_DECLARED |
-												 LN_REQ_LOAD_DETAILED | LN_REQ_VEND_CREDENTIALS};
+const LnOperationDef ln_op_describe_table = {
+	.operation_id = "DescribeTable",
+	.run = describe_table,
+	.known_fields = LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH | LN_REQ_TAG |
+					LN_REQ_WITH_TABLE_URI | LN_REQ_CHECK_DECLARED | LN_REQ_LOAD_DETAILED |
+					LN_REQ_VEND_CREDENTIALS,
+};
 
 PG_FUNCTION_INFO_V1(lance_describe_table);
 Datum
@@ -367,8 +438,11 @@ lance_describe_table(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_describe_table);
 }
 
-const LnOperationDef ln_op_table_exists = {"TableExists", table_exists,
-										   LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH};
+const LnOperationDef ln_op_table_exists = {
+	.operation_id = "TableExists",
+	.run = table_exists,
+	.known_fields = LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH,
+};
 
 PG_FUNCTION_INFO_V1(lance_table_exists);
 Datum
@@ -377,8 +451,11 @@ lance_table_exists(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_table_exists);
 }
 
-const LnOperationDef ln_op_deregister_table = {"DeregisterTable", deregister_table,
-											   LN_REQ_DEREGISTER_TABLE};
+const LnOperationDef ln_op_deregister_table = {
+	.operation_id = "DeregisterTable",
+	.run = deregister_table,
+	.known_fields = LN_REQ_DEREGISTER_TABLE,
+};
 
 PG_FUNCTION_INFO_V1(lance_deregister_table);
 Datum
@@ -387,7 +464,11 @@ lance_deregister_table(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_deregister_table);
 }
 
-const LnOperationDef ln_op_drop_table = {"DropTable", deregister_table, LN_REQ_DEREGISTER_TABLE};
+const LnOperationDef ln_op_drop_table = {
+	.operation_id = "DropTable",
+	.run = drop_table,
+	.known_fields = LN_REQ_DEREGISTER_TABLE,
+};
 
 PG_FUNCTION_INFO_V1(lance_drop_table);
 Datum
@@ -397,7 +478,10 @@ lance_drop_table(PG_FUNCTION_ARGS)
 }
 
 const LnOperationDef ln_op_rename_table = {
-	"RenameTable", rename_table, LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID};
+	.operation_id = "RenameTable",
+	.run = rename_table,
+	.known_fields = LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID,
+};
 
 PG_FUNCTION_INFO_V1(lance_rename_table);
 Datum

@@ -9,6 +9,7 @@
 #include "fmgr.h"
 
 #include "catalog.h"
+#include "changes.h"
 #include "error.h"
 #include "objects.h"
 #include "operations.h"
@@ -38,17 +39,21 @@ typedef struct VersionEntry
 } VersionEntry;
 
 /*
- * The catalog's branch key for a request's branch: absent, "" and "main" are
- * main (""); named branches come with branch support, until then they do
- * not exist.
+ * The catalog's key for the branch a request names in `branch`, of the table
+ * at `location`: absent, "" and "main" are main (""); a named branch exists
+ * when its Lance branch file does, so that a branch made by Lance is a
+ * branch for the catalog too.  Else LN022.
  */
 const char *
-branch_key(const LnRequest *req)
+branch_key(const LnRequest *req, const char *location)
 {
 	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
 		return "";
-	ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist", req->branch,
-			 ln_id_string(&req->id, req->id.len));
+	if (!storage_is_managed(location) ||
+		storage_read_ref(location, "branches", req->branch) == NULL)
+		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
+				 req->branch, ln_id_string(&req->id, req->id.len));
+	return req->branch;
 }
 
 /* Order of list-form ids: name by name, a prefix first. */
@@ -151,7 +156,6 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		if (req->manifest_path == NULL)
 			ln_error(LN_INVALID_INPUT, "field \"manifest_path\" is required");
 		e[i].scheme = ln_parse_enum(req->naming_scheme, "naming_scheme", naming_schemes, NAMING_V2);
-		(void)branch_key(req);
 
 		/* entries of one batch mostly share namespaces: reuse what an earlier one found */
 		e[i].parent_id = -1;
@@ -193,7 +197,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		e[i].managed = storage_is_managed(locations[i]);
 
 		rows[i].table_id = table_ids[i];
-		rows[i].branch = (char *)branch_key(req);
+		rows[i].branch = (char *)branch_key(req, locations[i]);
 		rows[i].naming_scheme = e[i].scheme == NAMING_V1 ? "V1" : "V2";
 		rows[i].version.version = req->version;
 		rows[i].version.manifest_path = req->manifest_path;
@@ -209,8 +213,9 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 			 * The staging file's e_tag does not describe the final manifest,
 			 * so none is recorded: a wrong tag would fail a conditional read.
 			 */
-			storage_check_manifest(e[i].location, NULL, req->version, e[i].scheme == NAMING_V1,
-								   req->manifest_path, &e[i].copy);
+			storage_check_manifest(e[i].location, rows[i].branch[0] ? rows[i].branch : NULL,
+								   req->version, e[i].scheme == NAMING_V1, req->manifest_path,
+								   &e[i].copy);
 			rows[i].version.manifest_path = e[i].copy.final_path;
 			rows[i].version.has_manifest_size = true;
 			rows[i].version.manifest_size = e[i].copy.size;
@@ -253,6 +258,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 			storage_materialize_manifest(&e[i].copy);
 		}
 		out[e[i].index] = rows[i].version;
+		changes_touch(&e[i].req->id, e[i].req->id.len, false, e[i].req->version);
 	}
 	if (name_elements)
 		ln_error_set_element(NULL);
@@ -299,7 +305,7 @@ list_table_versions(const LnRequest *req, LnResponse *resp)
 	const char *branch;
 
 	get_table(req, &table);
-	branch = branch_key(req);
+	branch = branch_key(req, table.location);
 	if (req->page_token != NULL && req->page_token[0] != '\0')
 	{
 		char *end;
@@ -321,25 +327,33 @@ list_table_versions(const LnRequest *req, LnResponse *resp)
 	}
 }
 
-/* The requested version of a table, or its latest; LN011 if there is none. */
-void
-versions_get(const LnRequest *req, int64 table_id, LnTableVersion *out)
+/* The requested version of a table (on its branch), or its latest; false if there is none. */
+bool
+versions_find(const LnRequest *req, const CatalogObject *table, LnTableVersion *out)
 {
-	const char *branch = branch_key(req);
+	const char *branch = branch_key(req, table->location);
 	LnTableVersion *latest;
 
 	if (req->present & LN_REQ_VERSION)
-	{
-		if (!catalog_get_version(table_id, branch, req->version, out))
-			ln_error(LN_TABLE_VERSION_NOT_FOUND,
-					 "version " INT64_FORMAT " of table \"%s\" does not exist", req->version,
-					 ln_id_string(&req->id, req->id.len));
-		return;
-	}
-	if (catalog_list_versions(table_id, branch, true, -1, 1, &latest) == 0)
-		ln_error(LN_TABLE_VERSION_NOT_FOUND, "table \"%s\" has no versions",
-				 ln_id_string(&req->id, req->id.len));
+		return catalog_get_version(table->id, branch, req->version, out);
+	if (catalog_list_versions(table->id, branch, true, -1, 1, &latest) == 0)
+		return false;
 	*out = latest[0];
+	return true;
+}
+
+/* As versions_find, raising LN011 if there is no such version. */
+void
+versions_get(const LnRequest *req, const CatalogObject *table, LnTableVersion *out)
+{
+	if (versions_find(req, table, out))
+		return;
+	if (req->present & LN_REQ_VERSION)
+		ln_error(LN_TABLE_VERSION_NOT_FOUND,
+				 "version " INT64_FORMAT " of table \"%s\" does not exist", req->version,
+				 ln_id_string(&req->id, req->id.len));
+	ln_error(LN_TABLE_VERSION_NOT_FOUND, "table \"%s\" has no versions",
+			 ln_id_string(&req->id, req->id.len));
 }
 
 static void
@@ -348,7 +362,7 @@ describe_table_version(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 
 	get_table(req, &table);
-	versions_get(req, table.id, &resp->version);
+	versions_get(req, &table, &resp->version);
 	resp->fields = LN_RESP_VERSION;
 }
 
@@ -361,7 +375,7 @@ delete_table_versions(const LnRequest *req, LnResponse *resp)
 	const char *branch;
 
 	get_table(req, &table);
-	branch = branch_key(req);
+	branch = branch_key(req, table.location);
 	if ((req->present & LN_REQ_RANGES) == 0)
 		ln_error(LN_INVALID_INPUT, "field \"ranges\" is required");
 
@@ -371,14 +385,27 @@ delete_table_versions(const LnRequest *req, LnResponse *resp)
 		const LnVersionRange *r = &req->ranges[i];
 		int64 last = r->end_version < 0 ? PG_INT64_MAX : r->end_version - 1;
 
+		char *tag;
+
+		/* Lance keeps tagged versions too: a tag must not point at nothing */
+		if (refs_tags_on_versions(req, &table, branch[0] ? branch : NULL, r->start_version, last,
+								  &tag) > 0)
+			ln_error_detail(LN_INVALID_TABLE_STATE, "Delete or move the tag first.",
+							"versions of table \"%s\" in range %d are tagged (\"%s\")",
+							ln_id_string(&req->id, req->id.len), i, tag);
 		if (last >= r->start_version)
 			resp->deleted_count +=
 				catalog_delete_versions(table.id, branch, r->start_version, last);
 	}
+	if (resp->deleted_count > 0)
+		changes_touch(&req->id, req->id.len, false, -1);
 }
 
-const LnOperationDef ln_op_list_table_versions = {"ListTableVersions", list_table_versions,
-												  LN_REQ_LIST | LN_REQ_BRANCH | LN_REQ_DESCENDING};
+const LnOperationDef ln_op_list_table_versions = {
+	.operation_id = "ListTableVersions",
+	.run = list_table_versions,
+	.known_fields = LN_REQ_LIST | LN_REQ_BRANCH | LN_REQ_DESCENDING,
+};
 
 PG_FUNCTION_INFO_V1(lance_list_table_versions);
 Datum
@@ -387,8 +414,11 @@ lance_list_table_versions(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_list_table_versions);
 }
 
-const LnOperationDef ln_op_create_table_version = {"CreateTableVersion", create_table_version,
-												   LN_REQ_CREATE_TABLE_VERSION};
+const LnOperationDef ln_op_create_table_version = {
+	.operation_id = "CreateTableVersion",
+	.run = create_table_version,
+	.known_fields = LN_REQ_CREATE_TABLE_VERSION,
+};
 
 PG_FUNCTION_INFO_V1(lance_create_table_version);
 Datum
@@ -397,8 +427,11 @@ lance_create_table_version(PG_FUNCTION_ARGS)
 	return ln_run_operation(fcinfo, &ln_op_create_table_version);
 }
 
-const LnOperationDef ln_op_describe_table_version = {"DescribeTableVersion", describe_table_version,
-													 LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH};
+const LnOperationDef ln_op_describe_table_version = {
+	.operation_id = "DescribeTableVersion",
+	.run = describe_table_version,
+	.known_fields = LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH,
+};
 
 PG_FUNCTION_INFO_V1(lance_describe_table_version);
 Datum
@@ -408,7 +441,10 @@ lance_describe_table_version(PG_FUNCTION_ARGS)
 }
 
 const LnOperationDef ln_op_batch_delete_table_versions = {
-	"BatchDeleteTableVersions", delete_table_versions, LN_REQ_DELETE_TABLE_VERSIONS};
+	.operation_id = "BatchDeleteTableVersions",
+	.run = delete_table_versions,
+	.known_fields = LN_REQ_DELETE_TABLE_VERSIONS,
+};
 
 PG_FUNCTION_INFO_V1(lance_batch_delete_table_versions);
 Datum
@@ -418,7 +454,10 @@ lance_batch_delete_table_versions(PG_FUNCTION_ARGS)
 }
 
 const LnOperationDef ln_op_batch_create_table_versions = {
-	"BatchCreateTableVersions", batch_create_table_versions, LN_REQ_ENTRIES};
+	.operation_id = "BatchCreateTableVersions",
+	.run = batch_create_table_versions,
+	.known_fields = LN_REQ_ENTRIES,
+};
 
 PG_FUNCTION_INFO_V1(lance_batch_create_table_versions);
 Datum

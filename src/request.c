@@ -9,6 +9,7 @@
 #include "utils/jsonb.h"
 
 #include "catalog.h"
+#include "changes.h"
 #include "error.h"
 #include "json_edge.h"
 #include "request.h"
@@ -42,12 +43,7 @@ ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op)
 		if (PG_ARGISNULL(0))
 			ln_error(LN_INVALID_INPUT, "the request must be a JSON object, not NULL");
 		json_decode_request(PG_GETARG_JSONB_P(0), op->known_fields, &req);
-
-		memset(&resp, 0, sizeof(resp));
-		catalog_begin();
-		op->run(&req, &resp);
-		catalog_end();
-
+		ln_execute(op, &req, &resp);
 		result = json_encode_response(&resp);
 	}
 	PG_CATCH();
@@ -57,6 +53,30 @@ ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op)
 	PG_END_TRY();
 
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * Act on a decoded request: run the operation against the catalog and, if
+ * it changed anything, record it in the commit log and answer the entry's
+ * transaction id.
+ */
+void
+ln_execute(const LnOperationDef *op, const LnRequest *req, LnResponse *resp)
+{
+	char *transaction_id;
+
+	memset(resp, 0, sizeof(LnResponse));
+	catalog_begin();
+	changes_begin();
+	op->run(req, resp);
+	transaction_id = changes_record(op->operation_id, &req->context);
+	catalog_end();
+	if (transaction_id != NULL)
+	{
+		resp->fields |= LN_RESP_TRANSACTION_ID;
+		resp->transaction_id = transaction_id;
+		resp->transaction_ids = op->transaction_ids;
+	}
 }
 
 static void

@@ -29,11 +29,9 @@
 
 typedef enum RouteKind
 {
-	ROUTE_OPERATION,	  /* answers the operation's response */
-	ROUTE_EXISTS,		  /* answers 204 without a body */
-	ROUTE_NEEDS_MANIFEST, /* catalog-shaped, but writes a new manifest */
-	ROUTE_NOT_YET,		  /* tags, branches, transactions */
-	ROUTE_DATA			  /* data plane: reads or writes table data */
+	ROUTE_OPERATION, /* answers the operation's response */
+	ROUTE_EXISTS,	 /* answers 204 without a body */
+	ROUTE_DATA		 /* data plane: reads or writes table data */
 } RouteKind;
 
 typedef struct Route
@@ -65,21 +63,21 @@ static const Route routes[] = {
 	{"/v1/table/{id}/version/create", ROUTE_OPERATION, &ln_op_create_table_version},
 	{"/v1/table/{id}/version/describe", ROUTE_OPERATION, &ln_op_describe_table_version},
 	{"/v1/table/{id}/version/delete", ROUTE_OPERATION, &ln_op_batch_delete_table_versions},
-	{"/v1/table/{id}/restore", ROUTE_NEEDS_MANIFEST, NULL},
-	{"/v1/table/{id}/schema_metadata/update", ROUTE_NEEDS_MANIFEST, NULL},
-	{"/v1/table/{id}/update_field_metadata", ROUTE_NEEDS_MANIFEST, NULL},
-	{"/v1/table/{id}/alter_columns", ROUTE_NEEDS_MANIFEST, NULL},
-	{"/v1/table/{id}/drop_columns", ROUTE_NEEDS_MANIFEST, NULL},
-	{"/v1/table/{id}/tags/list", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/tags/version", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/tags/create", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/tags/delete", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/tags/update", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/branches/list", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/branches/create", ROUTE_NOT_YET, NULL},
-	{"/v1/table/{id}/branches/delete", ROUTE_NOT_YET, NULL},
-	{"/v1/transaction/{id}/describe", ROUTE_NOT_YET, NULL},
-	{"/v1/transaction/{id}/alter", ROUTE_NOT_YET, NULL},
+	{"/v1/table/{id}/restore", ROUTE_OPERATION, &ln_op_restore_table},
+	{"/v1/table/{id}/schema_metadata/update", ROUTE_OPERATION, &ln_op_update_table_schema_metadata},
+	{"/v1/table/{id}/update_field_metadata", ROUTE_OPERATION, &ln_op_update_field_metadata},
+	{"/v1/table/{id}/alter_columns", ROUTE_OPERATION, &ln_op_alter_table_alter_columns},
+	{"/v1/table/{id}/drop_columns", ROUTE_OPERATION, &ln_op_alter_table_drop_columns},
+	{"/v1/table/{id}/tags/list", ROUTE_OPERATION, &ln_op_list_table_tags},
+	{"/v1/table/{id}/tags/version", ROUTE_OPERATION, &ln_op_get_table_tag_version},
+	{"/v1/table/{id}/tags/create", ROUTE_OPERATION, &ln_op_create_table_tag},
+	{"/v1/table/{id}/tags/delete", ROUTE_OPERATION, &ln_op_delete_table_tag},
+	{"/v1/table/{id}/tags/update", ROUTE_OPERATION, &ln_op_update_table_tag},
+	{"/v1/table/{id}/branches/list", ROUTE_OPERATION, &ln_op_list_table_branches},
+	{"/v1/table/{id}/branches/create", ROUTE_OPERATION, &ln_op_create_table_branch},
+	{"/v1/table/{id}/branches/delete", ROUTE_OPERATION, &ln_op_delete_table_branch},
+	{"/v1/transaction/{id}/describe", ROUTE_OPERATION, &ln_op_describe_transaction},
+	{"/v1/transaction/{id}/alter", ROUTE_OPERATION, &ln_op_alter_transaction},
 	{"/v1/table/{id}/stats", ROUTE_DATA, NULL},
 	{"/v1/table/{id}/insert", ROUTE_DATA, NULL},
 	{"/v1/table/{id}/merge_insert", ROUTE_DATA, NULL},
@@ -159,9 +157,13 @@ error_answer(int code, const char *message)
 	return answer;
 }
 
-/* Decode %XX escapes (and, in a query, '+' as a space). */
+/*
+ * Decode %XX escapes, and '+' as a space: in the query by form encoding, and
+ * in the path because the official client sends a space in an id as '+' (and
+ * a '+' as %2B).
+ */
 static char *
-percent_decode(const char *s, size_t len, bool query)
+percent_decode(const char *s, size_t len)
 {
 	char *out = palloc(len + 1);
 	size_t n = 0;
@@ -177,7 +179,7 @@ percent_decode(const char *s, size_t len, bool query)
 			i += 2;
 		}
 		else
-			out[n++] = (query && s[i] == '+') ? ' ' : s[i];
+			out[n++] = s[i] == '+' ? ' ' : s[i];
 	}
 	out[n] = '\0';
 	if (strlen(out) != n)
@@ -204,9 +206,8 @@ parse_query(const char *query)
 		{
 			size_t keylen = eq ? (size_t)(eq - query) : len;
 
-			params.keys[params.len] = percent_decode(query, keylen, true);
-			params.values[params.len] =
-				eq ? percent_decode(eq + 1, len - keylen - 1, true) : pstrdup("");
+			params.keys[params.len] = percent_decode(query, keylen);
+			params.values[params.len] = eq ? percent_decode(eq + 1, len - keylen - 1) : pstrdup("");
 			params.len++;
 		}
 		query += len;
@@ -308,14 +309,11 @@ run_route(const Route *route, const char *id_segment, const LnMap *query, const 
 
 		ln_error_set_element(NULL);
 		if (id_segment != NULL)
-			path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment), false),
+			path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment)),
 									delimiter && delimiter[0] ? delimiter : "$");
 		json_decode_http_request(body, id_segment ? &path_id : NULL, query, headers,
 								 route->op->known_fields, &req);
-		memset(&resp, 0, sizeof(resp));
-		catalog_begin();
-		route->op->run(&req, &resp);
-		catalog_end();
+		ln_execute(route->op, &req, &resp);
 		if (route->kind == ROUTE_EXISTS)
 			answer.status = 204;
 		else
@@ -391,16 +389,6 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 			case ROUTE_OPERATION:
 			case ROUTE_EXISTS:
 				return run_route(route, id_segment, &query, body, headers);
-			case ROUTE_NEEDS_MANIFEST:
-				return error_answer(LN_UNSUPPORTED,
-									psprintf("%s needs a new Lance manifest, which only a Lance "
-											 "writer makes: check out the version and commit it "
-											 "(Lance commits through CreateTableVersion)",
-											 clean_path));
-			case ROUTE_NOT_YET:
-				return error_answer(
-					LN_UNSUPPORTED,
-					psprintf("%s is not supported by this catalog yet", clean_path));
 			case ROUTE_DATA:
 				return error_answer(LN_UNSUPPORTED,
 									psprintf("%s reads or writes table data, and lance_namespace "

@@ -14,7 +14,11 @@
  */
 #include "postgres.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,18 +32,78 @@
 #include "error.h"
 #include "storage.h"
 
-/* A final manifest this transaction made, to remove again if it rolls back. */
-typedef struct MadeManifest
+/*
+ * What a (sub)transaction did on disk, to undo if it rolls back and to
+ * finish when it commits.  Undone newest first.
+ */
+typedef struct FileUndo
 {
-	char *final_file;
-	char *staging_file;
-	dev_t dev; /* identify our file: after an abort another */
-	ino_t ino; /* writer may already have put its own there */
+	char *created;			/* made here: removed on abort, if still ours */
+	dev_t dev;				/* identify our file: after an abort another */
+	ino_t ino;				/* writer may already have put its own there */
+	char *set_aside;		/* moved out of the way: put back at `original` on abort, */
+	char *original;			/* removed (with what is inside) on commit */
+	char *remove_on_commit; /* served its purpose once the change commits */
 	SubTransactionId subid;
-	struct MadeManifest *next;
-} MadeManifest;
+	struct FileUndo *next;
+} FileUndo;
 
-static MadeManifest *made_manifests = NULL;
+static FileUndo *undo_list = NULL;
+
+static FileUndo *
+new_undo(void)
+{
+	FileUndo *undo = MemoryContextAllocZero(TopTransactionContext, sizeof(FileUndo));
+
+	undo->subid = GetCurrentSubTransactionId();
+	undo->next = undo_list;
+	undo_list = undo;
+	return undo;
+}
+
+/* Remember that `path` was made here (it exists now), to remove it on abort. */
+static void
+undo_created(const char *path, const char *remove_on_commit)
+{
+	struct stat st;
+	FileUndo *undo;
+
+	if (lstat(path, &st) != 0)
+		ln_error(LN_INTERNAL, "could not stat \"%s\": %s", path, strerror(errno));
+	undo = new_undo();
+	undo->created = MemoryContextStrdup(TopTransactionContext, path);
+	undo->dev = st.st_dev;
+	undo->ino = st.st_ino;
+	if (remove_on_commit)
+		undo->remove_on_commit = MemoryContextStrdup(TopTransactionContext, remove_on_commit);
+}
+
+/*
+ * Move `path` (a file or a folder) out of the way, to remove it when the
+ * transaction commits or put it back if it rolls back.  False if it does
+ * not exist.
+ */
+static bool
+set_aside(const char *path)
+{
+	uint32 nonce;
+	char *trash;
+	FileUndo *undo;
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		nonce = (uint32)MyProcPid;
+	trash = psprintf("%s.deleted-%d-%08x", path, MyProcPid, nonce);
+	if (rename(path, trash) != 0)
+	{
+		if (errno == ENOENT)
+			return false;
+		ln_error(LN_INTERNAL, "could not move \"%s\": %s", path, strerror(errno));
+	}
+	undo = new_undo();
+	undo->set_aside = MemoryContextStrdup(TopTransactionContext, trash);
+	undo->original = MemoryContextStrdup(TopTransactionContext, path);
+	return true;
+}
 
 static void storage_xact_callback(XactEvent event, void *arg);
 static void storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -295,9 +359,6 @@ storage_materialize_manifest(const ManifestCopy *copy)
 {
 	char *temp;
 	uint32 nonce;
-	MadeManifest *made;
-	MemoryContext old;
-	struct stat st;
 	int64 copied;
 
 	if (copy->already_final)
@@ -329,36 +390,43 @@ storage_materialize_manifest(const ManifestCopy *copy)
 	}
 	PG_END_TRY();
 	flush_folder(copy->final_file);
-
-	if (lstat(copy->final_file, &st) != 0)
-		raise_io_error("stat", copy->final_file, errno);
-
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	made = palloc(sizeof(MadeManifest));
-	made->final_file = pstrdup(copy->final_file);
-	made->staging_file = pstrdup(copy->staging_file);
-	made->dev = st.st_dev;
-	made->ino = st.st_ino;
-	made->subid = GetCurrentSubTransactionId();
-	made->next = made_manifests;
-	made_manifests = made;
-	MemoryContextSwitchTo(old);
+	/* the staging file has served once the version commits */
+	undo_created(copy->final_file, copy->staging_file);
 }
 
-/* Remove a final manifest we made, unless another writer has replaced it since. */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
+/* Undo one step on abort.  No error may escape: the transaction is ending. */
 static void
-remove_made_manifest(const MadeManifest *made)
+undo_on_abort(const FileUndo *undo)
 {
 	struct stat st;
 
-	if (lstat(made->final_file, &st) != 0 || st.st_dev != made->dev || st.st_ino != made->ino)
-		return;
-	if (unlink(made->final_file) != 0 && errno != ENOENT)
+	/* remove what was made here, unless another writer has replaced it since */
+	if (undo->created != NULL && lstat(undo->created, &st) == 0 && st.st_dev == undo->dev &&
+		st.st_ino == undo->ino && unlink(undo->created) != 0)
+		ereport(WARNING, (errcode_for_file_access(),
+						  errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m",
+								 undo->created)));
+	if (undo->set_aside != NULL && rename(undo->set_aside, undo->original) != 0)
+		ereport(WARNING, (errcode_for_file_access(),
+						  errmsg("lance_namespace: could not put \"%s\" back at \"%s\" after a "
+								 "rollback: %m",
+								 undo->set_aside, undo->original)));
+}
+
+static void
+finish_on_commit(const FileUndo *undo)
+{
+	if (undo->remove_on_commit != NULL && unlink(undo->remove_on_commit) != 0 && errno != ENOENT)
 		ereport(WARNING,
 				(errcode_for_file_access(),
-				 errmsg("lance_namespace: could not remove manifest \"%s\" of a rolled back "
-						"version: %m",
-						made->final_file)));
+				 errmsg("lance_namespace: could not remove \"%s\": %m", undo->remove_on_commit)));
+	if (undo->set_aside != NULL &&
+		nftw(undo->set_aside, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 &&
+		errno != ENOENT)
+		ereport(WARNING, (errcode_for_file_access(),
+						  errmsg("lance_namespace: could not remove \"%s\": %m", undo->set_aside)));
 }
 
 static void
@@ -367,27 +435,21 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (made_manifests != NULL)
-				ln_error(LN_UNSUPPORTED,
-						 "cannot prepare a transaction that created table versions on local "
-						 "storage");
+			if (undo_list != NULL)
+				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that changed files on "
+										 "local storage (versions, tags or branches)");
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			/* the versions are committed: their staging files have served */
-			for (MadeManifest *m = made_manifests; m != NULL; m = m->next)
-				if (unlink(m->staging_file) != 0 && errno != ENOENT)
-					ereport(WARNING, (errcode_for_file_access(),
-									  errmsg("lance_namespace: could not remove staging manifest "
-											 "\"%s\": %m",
-											 m->staging_file)));
-			made_manifests = NULL;
+			for (FileUndo *u = undo_list; u != NULL; u = u->next)
+				finish_on_commit(u);
+			undo_list = NULL;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			for (MadeManifest *m = made_manifests; m != NULL; m = m->next)
-				remove_made_manifest(m);
-			made_manifests = NULL;
+			for (FileUndo *u = undo_list; u != NULL; u = u->next)
+				undo_on_abort(u);
+			undo_list = NULL;
 			break;
 		default:
 			break;
@@ -398,25 +460,264 @@ static void
 storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
 						 void *arg pg_attribute_unused())
 {
-	MadeManifest **link = &made_manifests;
+	FileUndo **link = &undo_list;
 
 	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
 		return;
 	while (*link != NULL)
 	{
-		MadeManifest *m = *link;
+		FileUndo *u = *link;
 
-		if (m->subid != mySubid)
-			link = &m->next;
+		if (u->subid != mySubid)
+			link = &u->next;
 		else if (event == SUBXACT_EVENT_COMMIT_SUB)
 		{
-			m->subid = parentSubid;
-			link = &m->next;
+			u->subid = parentSubid;
+			link = &u->next;
 		}
 		else
 		{
-			remove_made_manifest(m);
-			*link = m->next;
+			undo_on_abort(u);
+			*link = u->next;
 		}
 	}
+}
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	/* FTW_PHYS: a symbolic link is an entry of its own, removed, never followed */
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/*
+ * Remove a dropped table's folder.  Returns NULL on success (also when the
+ * folder is gone already), else why nothing or not everything was removed.
+ * Only a real folder strictly below a local root is removed: no symbolic
+ * link on the way, and none inside is followed.
+ */
+char *
+storage_remove_table_data(const char *location)
+{
+	char *path = location_local_path(location);
+	char resolved[PATH_MAX];
+	struct stat st;
+
+	if (path == NULL || !storage_is_managed(location))
+		return psprintf("\"%s\" is not below lance_namespace.local_roots", location);
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? NULL : psprintf("could not stat \"%s\": %m", path);
+	if (!S_ISDIR(st.st_mode))
+		return psprintf("\"%s\" is not a folder", path);
+	if (realpath(path, resolved) == NULL || strcmp(resolved, path) != 0)
+		return psprintf("\"%s\" has a symbolic link on its path", path);
+	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
+		return psprintf("could not remove \"%s\": %m", path);
+	return NULL;
+}
+
+/*
+ * Refs: a table's tags and branches, kept where Lance keeps them, in
+ * _refs/tags/<name>.json and _refs/branches/<name>.json of the table's
+ * folder, so that the catalog and Lance see the same ones.  Names are
+ * written as object store path segments ('/' as %2F), as Lance does.
+ */
+
+/* The folder of a managed table; the caller has checked that it is managed. */
+static char *
+table_folder(const char *location)
+{
+	char *path = location_local_path(location);
+
+	Assert(path != NULL);
+	return path;
+}
+
+static char *
+refs_folder(const char *location, const char *kind)
+{
+	return psprintf("%s/_refs/%s", table_folder(location), kind);
+}
+
+static char *
+ref_file(const char *location, const char *kind, const char *name)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s/", refs_folder(location, kind));
+	for (const char *c = name; *c; c++)
+	{
+		if (*c == '/' || *c == '%')
+			appendStringInfo(&buf, "%%%02X", (unsigned char)*c);
+		else
+			appendStringInfoChar(&buf, *c);
+	}
+	appendStringInfoString(&buf, ".json");
+	return buf.data;
+}
+
+/* The content of a ref file, or NULL if there is none. */
+char *
+storage_read_ref(const char *location, const char *kind, const char *name)
+{
+	char *path = ref_file(location, kind, name);
+	StringInfoData buf;
+	char chunk[8192];
+	ssize_t n;
+	int fd = OpenTransientFile(path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
+
+	if (fd < 0)
+	{
+		if (errno == ENOENT)
+			return NULL;
+		raise_io_error("open", path, errno);
+	}
+	initStringInfo(&buf);
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0)
+	{
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			raise_io_error("read", path, errno);
+		}
+		appendBinaryStringInfo(&buf, chunk, (int)n);
+	}
+	CloseTransientFile(fd);
+	return buf.data;
+}
+
+static void
+make_folder(const char *path)
+{
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		raise_io_error("create folder", path, errno);
+}
+
+/* Write `content` to a new flushed file next to `path`; returns its name. */
+static char *
+write_temp(const char *path, const char *content)
+{
+	uint32 nonce;
+	char *temp;
+	int fd;
+	size_t len = strlen(content);
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		nonce = (uint32)MyProcPid;
+	temp = psprintf("%s.tmp-%d-%08x", path, MyProcPid, nonce);
+	fd = OpenTransientFilePerm(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | PG_BINARY, 0644);
+	if (fd < 0)
+		raise_io_error("create", temp, errno);
+	if (fchmod(fd, 0644) != 0 || write(fd, content, len) != (ssize_t)len || pg_fsync(fd) != 0)
+	{
+		int err = errno;
+
+		CloseTransientFile(fd);
+		unlink(temp);
+		raise_io_error("write", temp, err);
+	}
+	CloseTransientFile(fd);
+	return temp;
+}
+
+/*
+ * Write a ref file all at once.  `create`: only if there is none (false if
+ * there is one); otherwise only over an existing one (false if there is
+ * none).  Undone if the transaction rolls back.
+ */
+bool
+storage_write_ref(const char *location, const char *kind, const char *name, const char *content,
+				  bool create)
+{
+	char *path = ref_file(location, kind, name);
+	char *temp;
+	struct stat st;
+
+	make_folder(psprintf("%s/_refs", table_folder(location)));
+	make_folder(refs_folder(location, kind));
+	if (!create && lstat(path, &st) != 0)
+		return false;
+
+	temp = write_temp(path, content);
+	if (create)
+	{
+		int rc = link(temp, path);
+		int err = errno;
+
+		unlink(temp);
+		if (rc != 0 && err == EEXIST)
+			return false;
+		if (rc != 0)
+			raise_io_error("create", path, err);
+	}
+	else
+	{
+		if (!set_aside(path))
+		{
+			unlink(temp);
+			return false;
+		}
+		if (rename(temp, path) != 0)
+			raise_io_error("replace", path, errno);
+	}
+	flush_folder(path);
+	undo_created(path, NULL);
+	return true;
+}
+
+/* Delete a ref file; false if there is none.  Undone if the transaction rolls back. */
+bool
+storage_delete_ref(const char *location, const char *kind, const char *name)
+{
+	return set_aside(ref_file(location, kind, name));
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of a table's refs of one kind, in byte order. */
+int
+storage_list_refs(const char *location, const char *kind, char ***names)
+{
+	char *folder = refs_folder(location, kind);
+	DIR *dir = AllocateDir(folder);
+	struct dirent *de;
+	int n = 0;
+	int capacity = 16;
+
+	*names = palloc(sizeof(char *) * capacity);
+	if (dir == NULL && errno == ENOENT)
+		return 0;
+	while ((de = ReadDir(dir, folder)) != NULL)
+	{
+		size_t len = strlen(de->d_name);
+		char *name;
+
+		/* <name>.json; temporary and set-aside files end otherwise */
+		if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		name = uri_path_decode(pnstrdup(de->d_name, len - 5));
+		if (name == NULL)
+			continue;
+		if (n == capacity)
+			*names = repalloc(*names, sizeof(char *) * (capacity *= 2));
+		(*names)[n++] = name;
+	}
+	FreeDir(dir);
+	qsort(*names, n, sizeof(char *), compare_names);
+	return n;
+}
+
+/* The folder a branch's versions live in, Lance's tree/<branch>; set aside when the branch goes. */
+void
+storage_delete_branch_data(const char *location, const char *branch)
+{
+	(void)set_aside(psprintf("%s/tree/%s", table_folder(location), branch));
 }

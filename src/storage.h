@@ -24,5 +24,12 @@ extern bool storage_is_managed(const char *location);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);
+extern char *storage_remove_table_data(const char *location);
+extern char *storage_read_ref(const char *location, const char *kind, const char *name);
+extern bool storage_write_ref(const char *location, const char *kind, const char *name,
+							  const char *content, bool create);
+extern bool storage_delete_ref(const char *location, const char *kind, const char *name);
+extern int storage_list_refs(const char *location, const char *kind, char ***names);
+extern void storage_delete_branch_data(const char *location, const char *branch);
 
 #endif /* LN_STORAGE_H */
