@@ -313,14 +313,14 @@ SELECT pg_temp.versions('["mg", "t"]') AS versions;
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t.lance/_versions');
 
 --
--- Lance sends object store paths, whose segments are percent-encoded: a
--- folder named "t 2%.lance" arrives as "t%202%25.lance".
+-- Lance sends folder names as they are on disk, not percent-encoded: a
+-- folder named "t 2%41.lance" arrives as such.
 --
-\! mkdir -p '/tmp/lance_namespace_regress/root/ns/t 2%.lance/_versions' && chmod -R 777 /tmp/lance_namespace_regress
-SELECT lance_declare_table('{"id": ["mg", "pct"], "location": "/tmp/lance_namespace_regress/root/ns/t 2%.lance"}') ->> 'managed_versioning' AS managed;
-COPY (SELECT 'manifest pct') TO '/tmp/lance_namespace_regress/root/ns/t 2%.lance/_versions/18446744073709551614.manifest-pq';
-SELECT lance_create_table_version('{"id": ["mg", "pct"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/t%202%25.lance/_versions/18446744073709551614.manifest-pq"}') #>> '{version,manifest_path}' AS manifest_path;
-SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t 2%.lance/_versions');
+\! mkdir -p '/tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions' && chmod -R 777 /tmp/lance_namespace_regress
+SELECT lance_declare_table('{"id": ["mg", "pct"], "location": "/tmp/lance_namespace_regress/root/ns/t 2%41.lance"}') ->> 'managed_versioning' AS managed;
+COPY (SELECT 'manifest pct') TO '/tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions/18446744073709551614.manifest-pq';
+SELECT lance_create_table_version('{"id": ["mg", "pct"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions/18446744073709551614.manifest-pq"}') #>> '{version,manifest_path}' AS manifest_path;
+SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions');
 
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["mg"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;

@@ -244,13 +244,10 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 						  : psprintf("%s/_versions", table_dir);
 
 	/*
-	 * Lance sends object store paths: no scheme, no leading slash, and each
-	 * segment percent-encoded (a '%' in a folder name arrives as "%25").
+	 * Lance sends object store paths: no scheme and no leading slash, and
+	 * folder names as they are on disk (not percent-encoded).
 	 */
-	staging = uri_path_decode(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7
-																		: manifest_path);
-	if (staging == NULL)
-		ln_error(LN_INVALID_INPUT, "manifest_path \"%s\" encodes a NUL byte", manifest_path);
+	staging = pstrdup(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7 : manifest_path);
 	if (staging[0] != '/')
 		staging = psprintf("/%s", staging);
 	slash = strrchr(staging, '/');
