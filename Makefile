@@ -26,9 +26,9 @@ OBJS = \
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed
+REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs
 REGRESS_OPTS = --load-extension=$(EXTENSION)
-ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename
+ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits
 ISOLATION_OPTS = --load-extension=$(EXTENSION)
 
 SHLIB_LINK += -ljson-c
