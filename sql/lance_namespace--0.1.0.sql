@@ -61,18 +61,20 @@ SELECT pg_catalog.pg_extension_config_dump('lance_catalog.object_id_seq', '');
 
 -- One row per version of a table on a branch; branch '' is main.  The
 -- primary key is what makes CreateTableVersion put-if-not-exists: of two
--- writers of one version exactly one inserts.
+-- writers of one version exactly one inserts.  The API checks the values
+-- (version >= 0, naming scheme V1 or V2): this table is written on every
+-- commit, and each CHECK would cost every insert.
 CREATE TABLE lance_catalog.version (
     table_id      bigint NOT NULL,
     -- always 'table': with table_id it makes the key point at a table
     table_kind    text NOT NULL DEFAULT 'table' CHECK (table_kind = 'table'),
     branch        text COLLATE "C" NOT NULL DEFAULT '',
-    version       bigint NOT NULL CHECK (version >= 0),
+    version       bigint NOT NULL,
     manifest_path text NOT NULL,
-    manifest_size bigint CHECK (manifest_size >= 0),
+    manifest_size bigint,
     e_tag         text,
     metadata      jsonb NOT NULL DEFAULT '{}',
-    naming_scheme text CHECK (naming_scheme IN ('V1', 'V2')),
+    naming_scheme text,
     created_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (table_id, branch, version),
     FOREIGN KEY (table_id, table_kind) REFERENCES lance_catalog.object (id, kind) ON DELETE CASCADE
@@ -98,8 +100,8 @@ CREATE TABLE lance_catalog.change (
     role           name NOT NULL DEFAULT current_user,
     made_at        timestamptz NOT NULL DEFAULT now(),
     context        jsonb NOT NULL DEFAULT '{}',
-    status         text NOT NULL DEFAULT 'Succeeded'
-                   CHECK (status IN ('Queued', 'Running', 'Succeeded', 'Failed', 'Canceled')),
+    -- Queued, Running, Succeeded, Failed or Canceled (checked by the API)
+    status         text NOT NULL DEFAULT 'Succeeded',
     properties     jsonb NOT NULL DEFAULT '{}'
 );
 

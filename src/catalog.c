@@ -44,6 +44,9 @@ typedef enum CatalogStatement
 	STMT_SET_CHANGE,
 	STMT_LIST_QUEUED_DROPS,
 	STMT_LOCK_TABLE_REFS,
+	STMT_LOOKUP_CHILD_ID,
+	STMT_LOOKUP_TABLE,
+	STMT_INSERT_VERSION,
 	STMT_LOCATION_IN_USE,
 	STMT_GET_VERSION,
 	STMT_DELETE_VERSIONS,
@@ -248,6 +251,25 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOCK_TABLE_REFS] = {"SELECT FROM lance_catalog.object WHERE id = $1 FOR NO KEY UPDATE",
 							  1,
 							  {INT8OID}},
+	[STMT_LOOKUP_CHILD_ID] = {"SELECT id, kind = 'table' FROM lance_catalog.object"
+							  " WHERE parent_id = $1 AND name = $2",
+							  2,
+							  {INT8OID, TEXTOID}},
+	[STMT_LOOKUP_TABLE] = {"SELECT 1::bigint, id, location, declared FROM lance_catalog.object"
+						   " WHERE parent_id = $1 AND name = $2 AND kind = 'table'",
+						   2,
+						   {INT8OID, TEXTOID}},
+	[STMT_INSERT_VERSION] =
+		{"INSERT INTO lance_catalog.version"
+		 "       (table_id, branch, version, manifest_path, manifest_size, e_tag,"
+		 "        naming_scheme, metadata)"
+		 " VALUES ($1, $2, $3, $4, $5, $6, $7, jsonb_object($8, $9))"
+		 " ON CONFLICT DO NOTHING"
+		 " RETURNING table_id, branch, version,"
+		 "           (extract(epoch FROM created_at) * 1000)::bigint",
+		 9,
+		 {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTARRAYOID,
+		  TEXTARRAYOID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -276,7 +298,13 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 	if (plans[stmt] == NULL)
 	{
 		const StatementDef *def = &statement_defs[stmt];
-		SPIPlanPtr plan = SPI_prepare(def->sql, def->nargs, (Oid *)def->argtypes);
+		/*
+		 * A generic plan, always: every statement looks rows up by key, so a
+		 * plan made for one set of values serves all, and planning anew per
+		 * call (a custom plan) would cost more than the statement itself.
+		 */
+		SPIPlanPtr plan =
+			SPI_prepare_cursor(def->sql, def->nargs, (Oid *)def->argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "could not prepare catalog statement %d: %s", stmt,
@@ -578,9 +606,19 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
 	Datum values[2];
 	bool isnull;
 
-	values[0] = int8_array_datum(parent_ids, NULL, n);
-	values[1] = nullable_text_array_datum(names, n);
-	execute(STMT_LOOKUP_TABLES, values, NULL, 0);
+	if (n == 1)
+	{
+		/* one table (CreateTableVersion): a plain key look-up, no arrays */
+		values[0] = Int64GetDatum(parent_ids[0]);
+		values[1] = CStringGetTextDatum(names[0]);
+		execute(STMT_LOOKUP_TABLE, values, NULL, 1);
+	}
+	else
+	{
+		values[0] = int8_array_datum(parent_ids, NULL, n);
+		values[1] = nullable_text_array_datum(names, n);
+		execute(STMT_LOOKUP_TABLES, values, NULL, 0);
+	}
 
 	memset(ids, 0, sizeof(int64) * n);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -646,17 +684,38 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 			npairs++;
 		}
 	}
-	values[0] = int8_array_datum(table_ids, NULL, n);
-	values[1] = nullable_text_array_datum(branches, n);
-	values[2] = int8_array_datum(versions, NULL, n);
-	values[3] = nullable_text_array_datum(paths, n);
-	values[4] = int8_array_datum(sizes, has_size, n);
-	values[5] = nullable_text_array_datum(e_tags, n);
-	values[6] = nullable_text_array_datum(schemes, n);
-	values[7] = int8_array_datum(pair_entry, NULL, npairs);
-	values[8] = nullable_text_array_datum(pair_keys, npairs);
-	values[9] = nullable_text_array_datum(pair_values, npairs);
-	execute(STMT_INSERT_VERSIONS, values, NULL, 0);
+	if (n == 1)
+	{
+		/* one version (CreateTableVersion): a plain VALUES insert, no arrays to unnest */
+		const LnTableVersion *v = &rows[0].version;
+		char nulls[9] = "         ";
+
+		values[0] = Int64GetDatum(rows[0].table_id);
+		values[1] = CStringGetTextDatum(rows[0].branch);
+		values[2] = Int64GetDatum(v->version);
+		values[3] = CStringGetTextDatum(v->manifest_path);
+		values[4] = Int64GetDatum(v->manifest_size);
+		nulls[4] = v->has_manifest_size ? ' ' : 'n';
+		values[5] = text_datum_or_null(v->e_tag, &nulls[5]);
+		values[6] = CStringGetTextDatum(rows[0].naming_scheme);
+		values[7] = text_array_datum(v->metadata.keys, v->metadata.len);
+		values[8] = text_array_datum(v->metadata.values, v->metadata.len);
+		execute(STMT_INSERT_VERSION, values, nulls, 0);
+	}
+	else
+	{
+		values[0] = int8_array_datum(table_ids, NULL, n);
+		values[1] = nullable_text_array_datum(branches, n);
+		values[2] = int8_array_datum(versions, NULL, n);
+		values[3] = nullable_text_array_datum(paths, n);
+		values[4] = int8_array_datum(sizes, has_size, n);
+		values[5] = nullable_text_array_datum(e_tags, n);
+		values[6] = nullable_text_array_datum(schemes, n);
+		values[7] = int8_array_datum(pair_entry, NULL, npairs);
+		values[8] = nullable_text_array_datum(pair_keys, npairs);
+		values[9] = nullable_text_array_datum(pair_values, npairs);
+		execute(STMT_INSERT_VERSIONS, values, NULL, 0);
+	}
 
 	/* RETURNING keeps the insert order, so the rows line up with `rows`, gaps aside */
 	for (int i = 0; i < n; i++)
@@ -846,4 +905,19 @@ catalog_lock_table_refs(int64 table_id)
 	Datum values[1] = {Int64GetDatum(table_id)};
 
 	execute(STMT_LOCK_TABLE_REFS, values, NULL, 0);
+}
+
+/* The id of the object named `name` under parent_id, and whether it is a table; keys only. */
+bool
+catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table)
+{
+	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
+	bool isnull;
+
+	execute(STMT_LOOKUP_CHILD_ID, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	*id = DatumGetInt64(result_datum(0, 1, &isnull));
+	*is_table = DatumGetBool(result_datum(0, 2, &isnull));
+	return true;
 }

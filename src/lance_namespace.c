@@ -67,6 +67,11 @@ _PG_init(void)
 							   "them the catalog answers managed_versioning and writes each "
 							   "version's manifest.",
 							   &ln_local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
+	DefineCustomBoolVariable("lance_namespace.notify",
+							 "Announce each committed change with NOTIFY lance_namespace_changes.",
+							 "PostgreSQL serializes the commits of transactions that notify; turn "
+							 "it off when nobody listens and commit throughput matters.",
+							 &ln_notify_changes, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("lance_namespace");
 	storage_init();
 }

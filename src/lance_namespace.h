@@ -276,5 +276,6 @@ extern void ln_execute(const LnOperationDef *op, const LnRequest *req, LnRespons
 /* lance_namespace.c: settings */
 extern char *ln_root_location;
 extern char *ln_local_roots;
+extern bool ln_notify_changes;
 
 #endif /* LANCE_NAMESPACE_H */

@@ -18,6 +18,25 @@ objects_property(const LnMap *properties, const char *key)
 }
 
 /*
+ * The id of the namespace the first `len` names of `id` name, or -1 if a
+ * name is missing or names a table.  Reads only keys: no properties.
+ */
+int64
+objects_namespace_id(const LnId *id, int len)
+{
+	int64 ns = CATALOG_ROOT_ID;
+
+	for (int i = 0; i < len; i++)
+	{
+		bool is_table;
+
+		if (!catalog_lookup_child_id(ns, id->names[i], &ns, &is_table) || is_table)
+			return -1;
+	}
+	return ns;
+}
+
+/*
  * Walk from the root down the first `len` names of `id`.  Returns false if a
  * name is missing or names a table.  The last namespace is locked FOR UPDATE
  * when asked, which waits for (and then sees) any concurrent transaction that
@@ -38,7 +57,14 @@ objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *
 		base->level = 0;
 	}
 
-	for (int i = 0; i < len; i++)
+	/* without a base to find, the namespaces above the last one need only their keys */
+	if (base == NULL && len > 1)
+	{
+		ns->id = objects_namespace_id(id, len - 1);
+		if (ns->id < 0)
+			return false;
+	}
+	for (int i = (base == NULL && len > 1) ? len - 1 : 0; i < len; i++)
 	{
 		if (!catalog_lookup_child(ns->id, id->names[i], for_update && i == len - 1, ns) ||
 			ns->is_table)
@@ -67,10 +93,13 @@ objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *n
 
 /* Find the table `id` names; its namespace must exist (else LN001) and so must it (LN004). */
 void
-objects_get_table(const LnId *id, bool for_update, CatalogObject *ns, CatalogObject *table)
+objects_get_table(const LnId *id, bool for_update, CatalogObject *table)
 {
-	objects_get_namespace(id, id->len - 1, false, ns, NULL);
-	if (!catalog_lookup_child(ns->id, id->names[id->len - 1], for_update, table) ||
-		!table->is_table)
+	int64 ns = objects_namespace_id(id, id->len - 1);
+
+	if (ns < 0)
+		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+				 ln_id_string(id, id->len - 1));
+	if (!catalog_lookup_child(ns, id->names[id->len - 1], for_update, table) || !table->is_table)
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
 }

@@ -19,8 +19,8 @@ extern bool objects_find_namespace(const LnId *id, int len, bool for_update, Cat
 								   LocationBase *base);
 extern void objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
 								  LocationBase *base);
-extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *ns,
-							  CatalogObject *table);
+extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *table);
+extern int64 objects_namespace_id(const LnId *id, int len);
 extern const char *objects_property(const LnMap *properties, const char *key);
 
 #endif /* LN_OBJECTS_H */

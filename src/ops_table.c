@@ -255,11 +255,10 @@ describe_table_at(const LnRequest *req, const CatalogObject *table, LnResponse *
 static void
 describe_table(const LnRequest *req, LnResponse *resp)
 {
-	CatalogObject ns;
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, &ns, &table);
+	objects_get_table(&req->id, false, &table);
 	describe_table_entry(&table, resp);
 	describe_table_at(req, &table, resp);
 	if (req->with_table_uri)
@@ -284,11 +283,10 @@ describe_table(const LnRequest *req, LnResponse *resp)
 static void
 table_exists(const LnRequest *req, LnResponse *resp)
 {
-	CatalogObject ns;
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, &ns, &table);
+	objects_get_table(&req->id, false, &table);
 	describe_table_at(req, &table, NULL);
 	resp->fields = 0; /* exists: an empty answer */
 }
@@ -297,11 +295,10 @@ table_exists(const LnRequest *req, LnResponse *resp)
 static void
 deregister_table(const LnRequest *req, LnResponse *resp)
 {
-	CatalogObject ns;
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, true, &ns, &table);
+	objects_get_table(&req->id, true, &table);
 	catalog_delete_object(table.id);
 	changes_touch(&req->id, req->id.len, false, -1);
 
@@ -335,7 +332,6 @@ drop_table(const LnRequest *req, LnResponse *resp)
 static void
 rename_table(const LnRequest *req, LnResponse *resp)
 {
-	CatalogObject ns;
 	CatalogObject table;
 	CatalogObject target;
 	CatalogObject existing;
@@ -348,7 +344,7 @@ rename_table(const LnRequest *req, LnResponse *resp)
 	if (req->new_table_name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"new_table_name\" is required");
 
-	objects_get_table(&req->id, true, &ns, &table);
+	objects_get_table(&req->id, true, &table);
 	objects_get_namespace(target_id, target_len, false, &target, NULL);
 	if (catalog_lookup_child(target.id, req->new_table_name, false, &existing))
 	{

@@ -145,7 +145,6 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	for (int i = 0; i < n; i++)
 	{
 		const LnRequest *req = &entries[i];
-		CatalogObject ns;
 
 		name_element(name_elements, i);
 		e[i].req = req;
@@ -164,8 +163,10 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 				e[i].parent_id = e[j].parent_id;
 		if (e[i].parent_id < 0)
 		{
-			objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
-			e[i].parent_id = ns.id;
+			e[i].parent_id = objects_namespace_id(&req->id, req->id.len - 1);
+			if (e[i].parent_id < 0)
+				ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+						 ln_id_string(&req->id, req->id.len - 1));
 		}
 	}
 
@@ -285,10 +286,9 @@ batch_create_table_versions(const LnRequest *req, LnResponse *resp)
 static void
 get_table(const LnRequest *req, CatalogObject *table)
 {
-	CatalogObject ns;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, &ns, table);
+	objects_get_table(&req->id, false, table);
 }
 
 /*

@@ -247,7 +247,8 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 	 * Lance sends object store paths: no scheme and no leading slash, and
 	 * folder names as they are on disk (not percent-encoded).
 	 */
-	staging = pstrdup(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7 : manifest_path);
+	staging =
+		pstrdup(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7 : manifest_path);
 	if (staging[0] != '/')
 		staging = psprintf("/%s", staging);
 	slash = strrchr(staging, '/');
