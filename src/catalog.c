@@ -281,6 +281,11 @@ catalog_begin(void)
 	result_cxt = CurrentMemoryContext;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/*
+	 * SPI_connect switches to a context that SPI_finish deletes; the
+	 * operation's own allocations (its response) must outlive that.
+	 */
+	MemoryContextSwitchTo(result_cxt);
 }
 
 void
