@@ -386,6 +386,24 @@ ROLLBACK;
 SELECT lance_list_tables('{"id": ["bc"]}');
 SELECT pg_temp.versions('["bc", "t1"]') AS t1;
 
+-- Many large batches in one statement: every response is whole (each entry
+-- answers its own table and version), not memory another call reused.
+SELECT count(*) AS tables
+FROM (SELECT lance_register_table(jsonb_build_object('id', jsonb_build_array('bl', 't' || i),
+                                                     'location', 's3://bucket/bl/t' || i))
+        FROM (SELECT lance_create_namespace('{"id": ["bl"]}')) AS ns, generate_series(1, 60) AS i) AS r;
+SELECT bool_and(v -> 'versions' @> jsonb_build_array(jsonb_build_object('version', n))
+                AND jsonb_array_length(v -> 'versions') = 60
+                AND (SELECT bool_and(e ->> 'manifest_path' = 'bl/m' || n)
+                       FROM jsonb_array_elements(v -> 'versions') AS e)) AS all_whole,
+       count(*) AS batches
+FROM (SELECT n, lance_batch_create_table_versions(
+                   (SELECT jsonb_build_object('entries', jsonb_agg(jsonb_build_object(
+                               'id', jsonb_build_array('bl', 't' || i), 'version', n,
+                               'manifest_path', 'bl/m' || n))) FROM generate_series(1, 60) AS i)) AS v
+        FROM generate_series(1, 40) AS n) AS b;
+SELECT lance_drop_namespace('{"id": ["bl"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["bt"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT lance_drop_namespace('{"id": ["bc"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
