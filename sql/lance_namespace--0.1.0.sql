@@ -49,9 +49,13 @@ CREATE INDEX object_table_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table';
 CREATE INDEX object_table_with_data_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table' AND NOT declared;
--- lance_process_drops(): is a dropped table's location in use again?
-CREATE INDEX object_table_location_idx
-    ON lance_catalog.object (location) WHERE kind = 'table';
+-- The local folder a location names, or NULL: for lance_process_drops(), which
+-- must not remove a folder that a table uses, however its location is spelled.
+CREATE FUNCTION lance_catalog.local_path(location text) RETURNS text
+    AS 'MODULE_PATHNAME', 'lance_local_path' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE INDEX object_table_local_path_idx
+    ON lance_catalog.object ((lance_catalog.local_path(location)) COLLATE "C")
+    WHERE kind = 'table';
 
 INSERT INTO lance_catalog.object (id, parent_id, kind, name) VALUES (0, NULL, 'namespace', '');
 
@@ -102,7 +106,10 @@ CREATE TABLE lance_catalog.change (
     context        jsonb NOT NULL DEFAULT '{}',
     -- Queued, Running, Succeeded, Failed or Canceled (checked by the API)
     status         text NOT NULL DEFAULT 'Succeeded',
-    properties     jsonb NOT NULL DEFAULT '{}'
+    properties     jsonb NOT NULL DEFAULT '{}',
+    -- a Queued DropTable: the folder lance_process_drops() removes (apart
+    -- from properties, which AlterTransaction may change)
+    drop_location  text
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;

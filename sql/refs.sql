@@ -124,10 +124,28 @@ BEGIN
 END
 $$;
 
--- The paths of that map in byte order: what is in the folder.
+-- The paths of that map in byte order: what is in the folder.  The
+-- server's process id and a random number in the names of temporary and
+-- set-aside files are shown as "*".
 CREATE FUNCTION pg_temp.ls(dir text) RETURNS text[]
 LANGUAGE sql AS $$
-    SELECT coalesce(array_agg(k ORDER BY k COLLATE "C"), '{}') FROM jsonb_object_keys(pg_temp.tree(dir)) AS k
+    SELECT coalesce(array_agg(regexp_replace(k, '\.(tmp|deleted)-\d+-[0-9a-f]{8}', '.\1-*', 'g')
+                              ORDER BY k COLLATE "C"), '{}')
+      FROM jsonb_object_keys(pg_temp.tree(dir)) AS k
+$$;
+
+-- Runs one operation and answers its response (masked by show()), or its
+-- SQLSTATE and message: a refusal that does not end the transaction.
+CREATE FUNCTION pg_temp.try(op text, request jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    response jsonb;
+BEGIN
+    EXECUTE format('SELECT %I($1)', op) INTO response USING request;
+    RETURN pg_temp.show(response)::text;
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END
 $$;
 
 -- The table t's folder, all of it (refs, manifests and branch trees).
@@ -160,10 +178,11 @@ SELECT lance_declare_table('{"id": ["rf", "t"], "location": "/tmp/lance_namespac
 COPY (SELECT 'm1') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551614.manifest-s1';
 COPY (SELECT 'main v2') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551613.manifest-s2';
 COPY (SELECT 'main version 3') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551612.manifest-s3';
-SELECT pg_temp.show(lance_batch_create_table_versions('{"entries": [
+SELECT jsonb_path_query_array(lance_batch_create_table_versions('{"entries": [
     {"id": ["rf", "t"], "version": 1, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551614.manifest-s1"},
     {"id": ["rf", "t"], "version": 2, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551613.manifest-s2"},
-    {"id": ["rf", "t"], "version": 3, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551612.manifest-s3"}]}'));
+    {"id": ["rf", "t"], "version": 3, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551612.manifest-s3"}]}'),
+    '$.versions[*].manifest_size') AS manifest_sizes;
 SELECT lance_register_table('{"id": ["rf", "s3"], "location": "s3://bucket/rf/s3.lance"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_register_table('{"id": ["rf", "out"], "location": "/tmp/lance_namespace_refs/outside/o.lance"}') - 'transaction_id' AS lance_register_table;
 -- No refs yet: empty lists, and no _refs folder.
@@ -360,21 +379,26 @@ SELECT pg_temp.ref('tags', 'by-lance');
 SELECT pg_temp.show(lance_update_table_tag('{"id": ["rf", "t"], "tag": "old-lance", "version": 3}'));
 SELECT pg_temp.ref('tags', 'old-lance');
 SELECT pg_temp.show(lance_delete_table_tag('{"id": ["rf", "t"], "tag": "old-lance"}'));
+-- A tag file naming a version the catalog does not record: answered as it
+-- is; DescribeTable by it finds no such version (LN011).
+COPY (SELECT '{"branch": null, "version": 99, "manifestSize": 1}')
+  TO '/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags/stale.json';
+SELECT lance_get_table_tag_version('{"id": ["rf", "t"], "tag": "stale"}');
+SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "stale"}');
+SELECT lance_delete_table_tag('{"id": ["rf", "t"], "tag": "stale"}') - 'transaction_id' AS lance_delete_table_tag;
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs');
 
 --
--- DescribeTable (and TableExists) with a tag answer the tagged version;
--- a tag with a version or a branch is LN013; a missing tag LN008.
+-- DescribeTable with a tag answers the tagged version; a tag with a
+-- version or a branch is LN013; a missing tag LN008.
 --
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "v1"}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "kept"}') -> 'version' AS version;
 SELECT lance_describe_table('{"id": ["rf", "t"], "version": 1}') -> 'version' AS version;
 SELECT lance_describe_table('{"id": ["rf", "t"]}') -> 'version' AS version;
-SELECT lance_table_exists('{"id": ["rf", "t"], "tag": "v1"}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "v1", "version": 2}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "v1", "branch": "main"}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "missing"}');
-SELECT lance_table_exists('{"id": ["rf", "t"], "tag": "missing"}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "x.lock"}');
 
 --
@@ -536,7 +560,7 @@ BEGIN;
 SELECT pg_temp.show(lance_delete_table_branch('{"id": ["rf", "t"], "name": "feature/x"}'));
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs');
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/tree');
-SELECT lance_list_table_versions('{"id": ["rf", "t"], "branch": "feature/x"}');
+SELECT pg_temp.try('lance_list_table_versions', '{"id": ["rf", "t"], "branch": "feature/x"}') AS feature_x;
 ROLLBACK;
 SELECT pg_temp.t_files() = :'files_before' AS unchanged;
 SELECT pg_temp.versions('feature/x') AS feature_x;
@@ -578,7 +602,7 @@ BEGIN;
 SAVEPOINT s1;
 SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "b-tmp"}') - 'transaction_id' AS lance_create_table_branch;
 ROLLBACK TO SAVEPOINT s1;
-SELECT lance_list_table_versions('{"id": ["rf", "t"], "branch": "b-tmp"}');
+SELECT pg_temp.try('lance_list_table_versions', '{"id": ["rf", "t"], "branch": "b-tmp"}') AS b_tmp;
 COMMIT;
 SELECT pg_temp.t_files() = :'files_before' AS unchanged;
 
@@ -608,6 +632,33 @@ SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs');
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/tree');
 
 --
+-- Lance commits a new branch's first version before it writes the branch
+-- file: a branch folder with a _versions folder is a branch already.
+--
+\! mkdir -p /tmp/lance_namespace_refs/root/ns/t.lance/tree/early/_versions && chmod -R 777 /tmp/lance_namespace_refs/root/ns/t.lance/tree
+COPY (SELECT 'early v3') TO '/tmp/lance_namespace_refs/root/ns/t.lance/tree/early/_versions/18446744073709551612.manifest-e3';
+SELECT pg_temp.show(lance_create_table_version('{"id": ["rf", "t"], "branch": "early", "version": 3, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/tree/early/_versions/18446744073709551612.manifest-e3"}'));
+SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["rf", "t"], "branch": "early"}'), '$.versions[*].version') AS early_versions;
+SELECT lance_batch_delete_table_versions('{"id": ["rf", "t"], "branch": "early", "ranges": [{"start_version": 0, "end_version": -1}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
+\! rm -rf /tmp/lance_namespace_refs/root/ns/t.lance/tree/early
+
+--
+-- Branch "a/b" lives inside branch "a"'s folder (tree/a/b): deleting "a"
+-- keeps that folder, as Lance does.  A tag name may not end with '.'.
+--
+SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a"}') - 'transaction_id' AS lance_create_table_branch;
+SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a/b"}') - 'transaction_id' AS lance_create_table_branch;
+\! mkdir -p /tmp/lance_namespace_refs/root/ns/t.lance/tree/a/b/_versions && chmod -R 777 /tmp/lance_namespace_refs/root/ns/t.lance/tree
+COPY (SELECT 'a/b v6') TO '/tmp/lance_namespace_refs/root/ns/t.lance/tree/a/b/_versions/18446744073709551609.manifest-ab';
+SELECT pg_temp.show(lance_create_table_version('{"id": ["rf", "t"], "branch": "a/b", "version": 6, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/tree/a/b/_versions/18446744073709551609.manifest-ab"}'));
+SELECT lance_delete_table_branch('{"id": ["rf", "t"], "name": "a"}') - 'transaction_id' AS lance_delete_table_branch;
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/tree/a/b/_versions');
+SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["rf", "t"], "branch": "a/b"}'), '$.versions[*].version') AS a_b_versions;
+SELECT lance_delete_table_branch('{"id": ["rf", "t"], "name": "a/b"}') - 'transaction_id' AS lance_delete_table_branch;
+\! rm -rf /tmp/lance_namespace_refs/root/ns/t.lance/tree/a
+SELECT lance_create_table_tag('{"id": ["rf", "t"], "tag": "x.", "version": 1}');
+
+--
 -- Version operations with a branch that does not exist: LN022.
 --
 COPY (SELECT 'ghost') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551608.manifest-g';
@@ -630,16 +681,22 @@ SELECT pg_temp.versions() AS main;
 --
 SELECT lance_create_table_version('{"id": ["rf", "s3"], "version": 1, "manifest_path": "bucket/rf/s3.lance/_versions/1.manifest"}') #> '{version,version}' AS version;
 SELECT lance_list_table_tags('{"id": ["rf", "s3"]}');
-SELECT lance_get_table_tag_version('{"id": ["rf", "s3"], "tag": "v1"}');
-SELECT lance_create_table_tag('{"id": ["rf", "s3"], "tag": "v1", "version": 1}');
-SELECT lance_update_table_tag('{"id": ["rf", "s3"], "tag": "v1", "version": 1}');
-SELECT lance_delete_table_tag('{"id": ["rf", "s3"], "tag": "v1"}');
-SELECT lance_list_table_branches('{"id": ["rf", "s3"]}');
-SELECT lance_create_table_branch('{"id": ["rf", "s3"], "name": "b1"}');
-SELECT lance_delete_table_branch('{"id": ["rf", "s3"], "name": "b1"}');
-SELECT lance_list_table_tags('{"id": ["rf", "out"]}');
-SELECT lance_create_table_tag('{"id": ["rf", "out"], "tag": "v1", "version": 1}');
-SELECT lance_create_table_branch('{"id": ["rf", "out"], "name": "b1"}');
+SELECT op, pg_temp.try(op, request::jsonb) AS result
+  FROM (VALUES ('lance_get_table_tag_version', '{"id": ["rf", "s3"], "tag": "v1"}'),
+               ('lance_create_table_tag', '{"id": ["rf", "s3"], "tag": "v1", "version": 1}'),
+               ('lance_update_table_tag', '{"id": ["rf", "s3"], "tag": "v1", "version": 1}'),
+               ('lance_delete_table_tag', '{"id": ["rf", "s3"], "tag": "v1"}'),
+               ('lance_list_table_branches', '{"id": ["rf", "s3"]}'),
+               ('lance_create_table_branch', '{"id": ["rf", "s3"], "name": "b1"}'),
+               ('lance_delete_table_branch', '{"id": ["rf", "s3"], "name": "b1"}'),
+               ('lance_list_table_tags', '{"id": ["rf", "out"]}'),
+               ('lance_get_table_tag_version', '{"id": ["rf", "out"], "tag": "v1"}'),
+               ('lance_create_table_tag', '{"id": ["rf", "out"], "tag": "v1", "version": 1}'),
+               ('lance_update_table_tag', '{"id": ["rf", "out"], "tag": "v1", "version": 1}'),
+               ('lance_delete_table_tag', '{"id": ["rf", "out"], "tag": "v1"}'),
+               ('lance_list_table_branches', '{"id": ["rf", "out"]}'),
+               ('lance_create_table_branch', '{"id": ["rf", "out"], "name": "b1"}'),
+               ('lance_delete_table_branch', '{"id": ["rf", "out"], "name": "b1"}')) AS r(op, request);
 SELECT lance_describe_table('{"id": ["rf", "s3"], "tag": "v1"}');
 SELECT lance_describe_table('{"id": ["rf", "s3"], "branch": "b1"}');
 SELECT lance_list_table_versions('{"id": ["rf", "s3"], "branch": "b1"}');
@@ -658,6 +715,7 @@ SELECT lance_drop_namespace('{"id": ["rf"], "behavior": "Cascade"}') - 'transact
 DROP FUNCTION pg_temp.versions(text);
 DROP FUNCTION pg_temp.ref(text, text);
 DROP FUNCTION pg_temp.t_files();
+DROP FUNCTION pg_temp.try(text, jsonb);
 DROP FUNCTION pg_temp.ls(text);
 DROP FUNCTION pg_temp.tree(text, text);
 DROP FUNCTION pg_temp.show(jsonb);

@@ -216,12 +216,12 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_INSERT_CHANGE] =
 		{"INSERT INTO lance_catalog.change"
 		 "       (operation, objects, versions, namespaces, context, status,"
-		 "        properties)"
-		 " VALUES ($1, $2, $3, $4, jsonb_object($5, $6), $7, jsonb_object($8, $9))"
+		 "        properties, drop_location)"
+		 " VALUES ($1, $2, $3, $4, jsonb_object($5, $6), $7, jsonb_object($8, $9), $10)"
 		 " RETURNING seq, transaction_id::text",
-		 9,
+		 10,
 		 {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID,
-		  TEXTARRAYOID, TEXTARRAYOID}},
+		  TEXTARRAYOID, TEXTARRAYOID, TEXTOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM jsonb_each_text(properties))"
 						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
@@ -238,16 +238,24 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						 " WHERE transaction_id = $1::uuid",
 						 4,
 						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
-	[STMT_LIST_QUEUED_DROPS] = {"SELECT transaction_id::text, properties ->> 'location'"
+	/* SKIP LOCKED: two processors share the queue, and a drop being canceled waits */
+	[STMT_LIST_QUEUED_DROPS] = {"SELECT transaction_id::text, drop_location"
 								"  FROM lance_catalog.change"
 								" WHERE status = 'Queued' AND operation = 'DropTable'"
-								" ORDER BY seq LIMIT $1",
+								" ORDER BY seq LIMIT $1"
+								" FOR UPDATE SKIP LOCKED",
 								1,
 								{INT4OID}},
-	[STMT_LOCATION_IN_USE] = {"SELECT EXISTS (SELECT FROM lance_catalog.object"
-							  "                WHERE kind = 'table' AND location = $1)",
-							  1,
-							  {TEXTOID}},
+	/* a table at the folder, inside it, or around it */
+	[STMT_LOCATION_IN_USE] =
+		{"SELECT EXISTS (SELECT FROM lance_catalog.object"
+		 "  WHERE kind = 'table'"
+		 "    AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
+		 "         OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
+		 "             AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')"
+		 "         OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2)))",
+		 2,
+		 {TEXTOID, TEXTARRAYOID}},
 	[STMT_LOCK_TABLE_REFS] = {"SELECT FROM lance_catalog.object WHERE id = $1 FOR NO KEY UPDATE",
 							  1,
 							  {INT8OID}},
@@ -702,7 +710,7 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 		values[4] = Int64GetDatum(v->manifest_size);
 		nulls[4] = v->has_manifest_size ? ' ' : 'n';
 		values[5] = text_datum_or_null(v->e_tag, &nulls[5]);
-		values[6] = CStringGetTextDatum(rows[0].naming_scheme);
+		values[6] = text_datum_or_null(rows[0].naming_scheme, &nulls[6]);
 		values[7] = text_array_datum(v->metadata.keys, v->metadata.len);
 		values[8] = text_array_datum(v->metadata.values, v->metadata.len);
 		execute(STMT_INSERT_VERSION, values, nulls, 0);
@@ -825,9 +833,11 @@ catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 l
 char *
 catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
 					  const bool *has_version, int nnamespaces, char **namespaces,
-					  const LnMap *context, const char *status, const LnMap *properties, int64 *seq)
+					  const LnMap *context, const char *status, const LnMap *properties,
+					  const char *drop_location, int64 *seq)
 {
-	Datum values[9];
+	Datum values[10];
+	char nulls[11] = "          ";
 	bool isnull;
 
 	values[0] = CStringGetTextDatum(operation);
@@ -839,7 +849,8 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[6] = CStringGetTextDatum(status);
 	values[7] = text_array_datum(properties->keys, properties->len);
 	values[8] = text_array_datum(properties->values, properties->len);
-	execute(STMT_INSERT_CHANGE, values, NULL, 0);
+	values[9] = text_datum_or_null(drop_location, &nulls[9]);
+	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(result_datum(0, 1, &isnull));
 	return result_text(0, 2);
 }
@@ -889,13 +900,23 @@ catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations)
 	return n;
 }
 
-/* True if a table in the catalog has this location. */
+/*
+ * True if a table in the catalog uses the local folder `path` (a canonical
+ * local path): at it, inside it, or in a folder around it.
+ */
 bool
-catalog_location_in_use(const char *location)
+catalog_location_in_use(const char *path)
 {
-	Datum values[1] = {CStringGetTextDatum(location)};
+	Datum values[2];
+	char **ancestors = palloc(sizeof(char *) * (strlen(path) + 1));
+	int n = 0;
 	bool isnull;
 
+	for (const char *c = path + 1; *c; c++)
+		if (*c == '/')
+			ancestors[n++] = pnstrdup(path, c - path);
+	values[0] = CStringGetTextDatum(path);
+	values[1] = text_array_datum(ancestors, n);
 	execute(STMT_LOCATION_IN_USE, values, NULL, 1);
 	return DatumGetBool(result_datum(0, 1, &isnull));
 }

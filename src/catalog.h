@@ -59,7 +59,7 @@ extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 f
 extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
 								   const int64 *versions, const bool *has_version, int nnamespaces,
 								   char **namespaces, const LnMap *context, const char *status,
-								   const LnMap *properties, int64 *seq);
+								   const LnMap *properties, const char *drop_location, int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
 							   LnMap *properties);
 extern void catalog_set_change(const char *transaction_id, const char *status,

@@ -42,6 +42,7 @@ typedef struct ChangeState
 	bool *is_namespace;
 	const char *status;
 	LnMap properties;
+	const char *drop_location;
 } ChangeState;
 
 static ChangeState change;
@@ -94,12 +95,21 @@ changes_touch(const LnId *id, int len, bool is_namespace, int64 version)
 	change.nobjects++;
 }
 
-/* The status the entry is recorded with (default Succeeded), e.g. Queued work. */
+/*
+ * Record the call as a drop whose data at `location` waits for
+ * lance_process_drops(): status Queued, the location as a property to show
+ * and, apart, as the folder to remove.
+ */
 void
-changes_set_status(const char *status, const LnMap *properties)
+changes_queue_drop(const char *location)
 {
-	change.status = status;
-	change.properties = *properties;
+	LnMap properties = {1, palloc(sizeof(char *)), palloc(sizeof(char *))};
+
+	properties.keys[0] = "location";
+	properties.values[0] = (char *)location;
+	change.status = "Queued";
+	change.properties = properties;
+	change.drop_location = location;
 }
 
 static void
@@ -166,9 +176,10 @@ changes_record(const char *operation, const LnMap *context)
 	{
 		int64 number;
 
-		transaction_id = catalog_insert_change(
-			operation, change.nobjects, change.objects, change.versions, change.has_version,
-			nnamespaces, namespaces, context, change.status, &change.properties, &number);
+		transaction_id =
+			catalog_insert_change(operation, change.nobjects, change.objects, change.versions,
+								  change.has_version, nnamespaces, namespaces, context,
+								  change.status, &change.properties, change.drop_location, &number);
 		if (MyProc->lxid != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */

@@ -9,7 +9,7 @@
 
 extern void changes_begin(void);
 extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version);
-extern void changes_set_status(const char *status, const LnMap *properties);
+extern void changes_queue_drop(const char *location);
 extern char *changes_record(const char *operation, const LnMap *context);
 
 #endif /* LN_CHANGES_H */

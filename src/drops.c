@@ -14,6 +14,7 @@
 #include "fmgr.h"
 
 #include "catalog.h"
+#include "error.h"
 #include "storage.h"
 
 /* How many queued drops one call works through at most. */
@@ -28,18 +29,26 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	int n;
 
 	PreventInTransactionBlock(true, "lance_process_drops()");
+	/* without roots every drop would look out of bounds, and fail for good */
+	if (ln_local_roots == NULL || ln_local_roots[0] == '\0')
+		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
+								   "as where the tables were dropped");
 	catalog_begin();
 	n = catalog_list_queued_drops(DROPS_PER_CALL, &transaction_ids, &locations);
 	for (int i = 0; i < n; i++)
 	{
 		LnMap properties = {2, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
+		char *path = locations[i] ? storage_local_path(locations[i]) : NULL;
 		char *reason;
 
 		properties.keys[0] = "location";
 		properties.values[0] = locations[i];
-		/* a table registered at the location since the drop owns that data now */
-		if (catalog_location_in_use(locations[i]))
-			reason = psprintf("a table has been registered at \"%s\" since", locations[i]);
+
+		/* a table at, in or around the folder since the drop owns that data now */
+		if (path == NULL)
+			reason = pstrdup("the drop names no local folder");
+		else if (catalog_location_in_use(path))
+			reason = psprintf("a table in the catalog uses the folder \"%s\"", path);
 		else
 			reason = storage_remove_table_data(locations[i]);
 		properties.len = reason ? 2 : 1;

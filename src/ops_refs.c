@@ -35,14 +35,14 @@
 /*
  * Lance's rules for branch names (and, without '/', tag names): segments of
  * letters, digits, '.', '-' and '_' joined by '/', none empty, no "..", not
- * ending in ".lock".
+ * starting or ending with '.', not ending in ".lock".
  */
 static void
 check_ref_name(const char *name, const char *field, bool branch)
 {
 	size_t len = strlen(name);
-	bool ok = len > 0 && name[0] != '/' && name[len - 1] != '/' && strstr(name, "//") == NULL &&
-			  strstr(name, "..") == NULL && name[0] != '.' &&
+	bool ok = len > 0 && name[0] != '/' && name[len - 1] != '/' && name[len - 1] != '.' &&
+			  strstr(name, "//") == NULL && strstr(name, "..") == NULL && name[0] != '.' &&
 			  !(len >= 5 && strcmp(name + len - 5, ".lock") == 0) &&
 			  !(branch && strcmp(name, "main") == 0);
 
@@ -351,6 +351,7 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 	char **names;
 	int n;
+	bool has_children = false;
 
 	if (req->name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
@@ -364,7 +365,10 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 	for (int i = 0; i < n; i++)
 	{
 		LnRefContents other;
+		size_t len = strlen(req->name);
 
+		if (strncmp(names[i], req->name, len) == 0 && names[i][len] == '/')
+			has_children = true;
 		read_ref(req, &table, "branches", names[i], &other);
 		if (other.branch != NULL && strcmp(other.branch, req->name) == 0)
 			ln_error(LN_INVALID_TABLE_STATE,
@@ -384,7 +388,7 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 	}
 
 	(void)storage_delete_ref(table.location, "branches", req->name);
-	storage_delete_branch_data(table.location, req->name);
+	storage_delete_branch_data(table.location, req->name, has_children);
 	(void)catalog_delete_versions(table.id, req->name, 0, PG_INT64_MAX);
 	changes_touch(&req->id, req->id.len, false, -1);
 	resp->fields = 0;

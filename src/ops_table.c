@@ -320,13 +320,7 @@ drop_table(const LnRequest *req, LnResponse *resp)
 {
 	deregister_table(req, resp);
 	if (storage_is_managed(resp->location))
-	{
-		LnMap queued = {1, palloc(sizeof(char *)), palloc(sizeof(char *))};
-
-		queued.keys[0] = "location";
-		queued.values[0] = resp->location;
-		changes_set_status("Queued", &queued);
-	}
+		changes_queue_drop(resp->location);
 }
 
 static void

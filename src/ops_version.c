@@ -41,16 +41,16 @@ typedef struct VersionEntry
 /*
  * The catalog's key for the branch a request names in `branch`, of the table
  * at `location`: absent, "" and "main" are main (""); a named branch exists
- * when its Lance branch file does, so that a branch made by Lance is a
- * branch for the catalog too.  Else LN022.
+ * when Lance's branch file or branch folder does, so that a branch made by
+ * Lance is a branch for the catalog too (Lance commits a branch's first
+ * version before it writes the branch file).  Else LN022.
  */
 const char *
 branch_key(const LnRequest *req, const char *location)
 {
 	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
 		return "";
-	if (!storage_is_managed(location) ||
-		storage_read_ref(location, "branches", req->branch) == NULL)
+	if (!storage_is_managed(location) || !storage_branch_exists(location, req->branch))
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
 				 req->branch, ln_id_string(&req->id, req->id.len));
 	return req->branch;
@@ -378,6 +378,9 @@ delete_table_versions(const LnRequest *req, LnResponse *resp)
 	branch = branch_key(req, table.location);
 	if ((req->present & LN_REQ_RANGES) == 0)
 		ln_error(LN_INVALID_INPUT, "field \"ranges\" is required");
+	/* no tag may be made on a version while it is being deleted */
+	if (storage_is_managed(table.location))
+		catalog_lock_table_refs(table.id);
 
 	resp->fields = LN_RESP_DELETED_COUNT;
 	for (int i = 0; i < req->nranges; i++)

@@ -26,6 +26,7 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/fd.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 
@@ -185,6 +186,25 @@ location_local_path(const char *location)
 	for (size_t len = strlen(path); len > 1 && path[len - 1] == '/'; len--)
 		path[len - 1] = '\0';
 	return path;
+}
+
+/* The canonical local path of a location, or NULL if it names no local folder. */
+char *
+storage_local_path(const char *location)
+{
+	return location_local_path(location);
+}
+
+/* lance_catalog.local_path(location): for comparing local folders however spelled. */
+PG_FUNCTION_INFO_V1(lance_local_path);
+Datum
+lance_local_path(PG_FUNCTION_ARGS)
+{
+	char *path = location_local_path(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (path == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(path));
 }
 
 /*
@@ -588,10 +608,16 @@ storage_read_ref(const char *location, const char *kind, const char *name)
 	return buf.data;
 }
 
+/* Make a folder readable by every reader of the table (the server's umask would hide it). */
 static void
 make_folder(const char *path)
 {
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+	if (mkdir(path, 0755) == 0)
+	{
+		if (chmod(path, 0755) != 0)
+			raise_io_error("set the mode of", path, errno);
+	}
+	else if (errno != EEXIST)
 		raise_io_error("create folder", path, errno);
 }
 
@@ -713,9 +739,26 @@ storage_list_refs(const char *location, const char *kind, char ***names)
 	return n;
 }
 
-/* The folder a branch's versions live in, Lance's tree/<branch>; set aside when the branch goes. */
-void
-storage_delete_branch_data(const char *location, const char *branch)
+/* True if Lance's file or folder of a branch exists. */
+bool
+storage_branch_exists(const char *location, const char *branch)
 {
-	(void)set_aside(psprintf("%s/tree/%s", table_folder(location), branch));
+	struct stat st;
+
+	if (storage_read_ref(location, "branches", branch) != NULL)
+		return true;
+	return lstat(psprintf("%s/tree/%s/_versions", table_folder(location), branch), &st) == 0 &&
+		   S_ISDIR(st.st_mode);
+}
+
+/*
+ * Set aside the folder a branch's versions live in, Lance's tree/<branch>,
+ * to remove it when the deletion commits.  Branches below it (tree/a/b for
+ * branch a) live inside that folder: then it stays, as Lance leaves it.
+ */
+void
+storage_delete_branch_data(const char *location, const char *branch, bool has_children)
+{
+	if (!has_children)
+		(void)set_aside(psprintf("%s/tree/%s", table_folder(location), branch));
 }

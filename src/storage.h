@@ -21,6 +21,7 @@ typedef struct ManifestCopy
 
 extern void storage_init(void);
 extern bool storage_is_managed(const char *location);
+extern char *storage_local_path(const char *location);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);
@@ -30,6 +31,7 @@ extern bool storage_write_ref(const char *location, const char *kind, const char
 							  const char *content, bool create);
 extern bool storage_delete_ref(const char *location, const char *kind, const char *name);
 extern int storage_list_refs(const char *location, const char *kind, char ***names);
-extern void storage_delete_branch_data(const char *location, const char *branch);
+extern bool storage_branch_exists(const char *location, const char *branch);
+extern void storage_delete_branch_data(const char *location, const char *branch, bool has_children);
 
 #endif /* LN_STORAGE_H */
