@@ -87,8 +87,8 @@ list_all_tables(const LnRequest *req, LnResponse *resp)
 {
 	int limit = ln_page_limit(req);
 	int64 after_id = 0;
-	int64 *ids;
-	LnId *paths;
+	int64 *ids = NULL;
+	LnId *paths = NULL;
 	int n = 0;
 
 	if (req->page_token != NULL && req->page_token[0] != '\0')
