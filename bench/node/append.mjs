@@ -1,0 +1,88 @@
+// bench/node/append.mjs: benchmark (6), appends per second of the official
+// LanceDB client on a local table whose versions the catalog manages (through
+// the REST gateway: connectNamespace("rest", {uri})), against the same appends
+// on a plain local LanceDB table with no catalog (lancedb.connect(dir)).
+//
+//   node append.mjs --uri http://127.0.0.1:2333 --dir /tmp/x --runs 5 --appends 100 --rows 10
+//
+// Each run makes a fresh table of each kind (the two in alternating order),
+// makes a few warm-up appends, then times --appends appends of --rows rows.
+// Prints one JSON line: {"catalog": [appends/s per run], "plain": [...]}.
+// Run it as the server's OS user: the client writes data files in table
+// folders whose manifests the catalog writes.
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+// The client the end-to-end tests install (test/node/node_modules).
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "..", "..", "test", "node", "package.json"));
+const lancedb = require("@lancedb/lancedb");
+
+const { values: opt } = parseArgs({
+  options: {
+    uri: { type: "string" },
+    dir: { type: "string" },
+    runs: { type: "string", default: "5" },
+    appends: { type: "string", default: "100" },
+    rows: { type: "string", default: "10" },
+    warmup: { type: "string", default: "3" },
+    prefix: { type: "string", default: `bench6_${process.pid}` },
+  },
+});
+if (!opt.uri || !opt.dir) {
+  console.error("usage: append.mjs --uri <gateway url> --dir <folder for plain tables> [--runs N] [--appends N] [--rows N]");
+  process.exit(2);
+}
+const runs = Number(opt.runs);
+const appends = Number(opt.appends);
+const rowsPerAppend = Number(opt.rows);
+const warmup = Number(opt.warmup);
+
+let nextId = 0;
+function batch() {
+  const rows = [];
+  for (let i = 0; i < rowsPerAppend; i++, nextId++)
+    rows.push({ id: nextId, x: nextId * 0.5, label: `row ${nextId}` });
+  return rows;
+}
+
+/** Appends per second of `appends` appends to `table`, after the warm-up. */
+async function timeAppends(table) {
+  for (let i = 0; i < warmup; i++) await table.add(batch());
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < appends; i++) await table.add(batch());
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return appends / seconds;
+}
+
+async function catalogRun(run) {
+  const db = await lancedb.connectNamespace("rest", { uri: opt.uri });
+  const ns = [`${opt.prefix}_${run}`];
+  await db.createNamespace(ns);
+  const table = await db.createTable("t", batch(), ns);
+  return timeAppends(table);
+}
+
+async function plainRun(run) {
+  const dir = path.join(opt.dir, `plain_${run}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const db = await lancedb.connect(dir);
+  const table = await db.createTable("t", batch());
+  return timeAppends(table);
+}
+
+const result = { catalog: [], plain: [] };
+for (let run = 0; run < runs; run++) {
+  // alternate which goes first, so that drift on a noisy machine cancels out
+  if (run % 2 === 0) {
+    result.catalog.push(await catalogRun(run));
+    result.plain.push(await plainRun(run));
+  } else {
+    result.plain.push(await plainRun(run));
+    result.catalog.push(await catalogRun(run));
+  }
+}
+console.log(JSON.stringify(result));

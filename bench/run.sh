@@ -1,0 +1,688 @@
+#!/usr/bin/env bash
+# Reproduce every benchmark figure of lance_namespace with one command.
+#
+#   bench/run.sh             the full run (1,000,000 tables / 10,000,000 versions)
+#   bench/run.sh --quick     a quick run (100,000 tables, fewer and shorter runs)
+#   bench/run.sh --profile   also profile where a call's time goes (callgrind)
+#
+# Installs what is missing, builds and installs the extension, starts a
+# throwaway PostgreSQL 15 cluster tuned like a real server (fsync and
+# synchronous commit on, shared_buffers a quarter of memory) and the REST
+# gateway, runs every benchmark, prints one table (Markdown) and tears
+# everything down again.  See bench/README.md.
+#
+# Every figure is a ratio against a baseline measured in the same run with the
+# same concurrency (2 clients): each pair is measured LN_BENCH_RUNS times,
+# alternating which goes first, and the median of the runs is reported.
+#
+# Environment (optional):
+#   LN_BENCH_SCALE_TABLES  tables of the large catalog of benchmark 4, a multiple
+#                          of 1000 (1000 per namespace, 10 versions per table);
+#                          default 1000000 (--quick: 100000)
+#   LN_BENCH_RUNS          measured runs per figure (default 5; --quick: 3)
+#   LN_BENCH_SECONDS       seconds per pgbench/wrk run (default 5; --quick: 2)
+#   LN_BENCH_APPENDS       appends per run of benchmark 6 (default 200; --quick: 50)
+#   LN_BENCH_PORT          first port to try for the server (default 55433)
+#   LN_BENCH_GATEWAY_PORT  first port to try for the gateway (default 23330)
+#   LN_BENCH_KEEP_LOG      a file to copy the raw per-run numbers to
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR/.. source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+BENCH_DIR="$ROOT/bench"
+
+QUICK=0
+PROFILE=0
+for arg in "$@"; do
+	case "$arg" in
+		--quick) QUICK=1 ;;
+		--profile) PROFILE=1 ;;
+		-h | --help)
+			sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+			exit 0
+			;;
+		*) die "unknown argument '$arg' (use --quick, --profile)" ;;
+	esac
+done
+
+if ((QUICK)); then
+	SCALE_TABLES="${LN_BENCH_SCALE_TABLES:-100000}"
+	RUNS="${LN_BENCH_RUNS:-3}"
+	SECS="${LN_BENCH_SECONDS:-2}"
+	APPENDS="${LN_BENCH_APPENDS:-50}"
+	WARMUP=0
+else
+	SCALE_TABLES="${LN_BENCH_SCALE_TABLES:-1000000}"
+	RUNS="${LN_BENCH_RUNS:-5}"
+	SECS="${LN_BENCH_SECONDS:-5}"
+	APPENDS="${LN_BENCH_APPENDS:-200}"
+	WARMUP=2
+fi
+if ! [[ "$SCALE_TABLES" =~ ^[0-9]+$ ]] || ((SCALE_TABLES < 1000 || SCALE_TABLES % 1000 != 0)); then
+	die "LN_BENCH_SCALE_TABLES must be a multiple of 1000, at least 1000 (got '$SCALE_TABLES')"
+fi
+for v in RUNS SECS APPENDS; do
+	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (got '${!v}')"
+done
+
+CLIENTS=2             # the concurrency of every figure
+TABLES_PER_NS=1000    # benchmark 4: tables per namespace
+VERSIONS_PER_TABLE=10 # benchmark 4: versions per table
+DB=lance_bench
+
+TMP_DIR=""
+PGDATA_DIR=""
+GATEWAY_PREFIX=""
+RES=""
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	if [[ -n "$GATEWAY_PREFIX" ]]; then
+		stop_gateway "$GATEWAY_PREFIX" || say "warning: could not stop the gateway"
+	fi
+	if [[ -n "$PGDATA_DIR" ]]; then
+		stop_cluster "$PGDATA_DIR" || say "warning: could not stop the server in $PGDATA_DIR"
+	fi
+	if [[ -n "${LN_BENCH_KEEP_LOG:-}" && -n "$RES" && -f "$RES/raw.log" ]]; then
+		cp "$RES/raw.log" "$LN_BENCH_KEEP_LOG" || true
+	fi
+	[[ -n "$TMP_DIR" ]] && rm -rf "$TMP_DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+psql_db() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql_val() { "$PG_BIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+raw() { printf '%s\n' "$*" >>"$RES/raw.log"; }
+
+# ---------------------------------------------------------------------------
+# Set-up
+# ---------------------------------------------------------------------------
+
+install_bench_deps() {
+	local missing=()
+	command -v wrk >/dev/null || missing+=(wrk)
+	command -v node >/dev/null || missing+=(nodejs)
+	[[ -d "$ROOT/test/node/node_modules/@lancedb/lancedb" ]] || command -v npm >/dev/null ||
+		missing+=(npm)
+	((PROFILE == 0)) || command -v valgrind >/dev/null || missing+=(valgrind)
+	if ((${#missing[@]} > 0)); then
+		[[ $EUID -eq 0 ]] || die "missing ${missing[*]} and not root"
+		say "installing: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update
+		apt-get install -y --no-install-recommends "${missing[@]}"
+	fi
+	if [[ ! -d "$ROOT/test/node/node_modules/@lancedb/lancedb" ]]; then
+		say "installing the Node client (npm ci in test/node)"
+		(cd "$ROOT/test/node" && npm ci --no-audit --no-fund)
+	fi
+}
+
+# Memory in MB, and the server settings of a real server on this machine.
+mem_mb() { awk '/^MemTotal:/ { printf "%d\n", $2 / 1024 }' /proc/meminfo; }
+
+start_bench_server() {
+	local port mem sb ecs
+	# mktemp -d is mode 700 and root-owned: hand it to postgres
+	TMP_DIR="$(mktemp -d /tmp/lnbench.XXXXXX)"
+	chown postgres:postgres "$TMP_DIR"
+	chmod 755 "$TMP_DIR"
+	RES="$TMP_DIR/results"
+	mkdir -p "$RES"
+	chmod 777 "$RES"
+	PGDATA_DIR="$TMP_DIR/pgdata"
+	port="$(find_free_port "${LN_BENCH_PORT:-55433}")"
+
+	# "run": a durable cluster (initdb syncs; fsync, synchronous_commit and
+	# full_page_writes keep their defaults, on)
+	init_cluster "$PGDATA_DIR" run
+	mem="$(mem_mb)"
+	sb=$((mem / 4))
+	((sb <= 8192)) || sb=8192
+	ecs=$((mem * 3 / 4))
+	SERVER_SETTINGS="shared_buffers=${sb}MB effective_cache_size=${ecs}MB maintenance_work_mem=1GB"
+	SERVER_SETTINGS+=" work_mem=16MB max_wal_size=8GB min_wal_size=1GB checkpoint_timeout=15min"
+	printf '\n# bench/run.sh: a real server on this machine\n' |
+		as_postgres tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
+	# shellcheck disable=SC2086 # one setting per word
+	printf '%s\n' $SERVER_SETTINGS | sed 's/=/ = /' |
+		as_postgres tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
+	start_cluster "$PGDATA_DIR" "$port" "$TMP_DIR/run"
+
+	unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+	export PGHOST="$TMP_DIR/run" PGPORT="$port" PGUSER=postgres
+}
+
+# The database of benchmarks 1, 2, 3, 5 and 6, and the gateway in front of it.
+setup_bench_db() {
+	local tables="$TMP_DIR/tables"
+	say "creating the benchmark database"
+	make_postgres_dir "$tables" 755
+	make_postgres_dir "$TMP_DIR/plain" 755
+	psql_db -d postgres -c "CREATE DATABASE $DB"
+	psql_db -d "$DB" -f "$BENCH_DIR/sql/setup.sql" >/dev/null
+	psql_db -d "$DB" -f "$BENCH_DIR/sql/plpgsql_batch.sql" >/dev/null
+	psql_db -d "$DB" -f "$BENCH_DIR/sql/profile.sql" >/dev/null
+	# benchmark 6: tables the client declares go below $tables, whose versions the catalog manages
+	psql_db -d "$DB" -v db="$DB" -v root="$tables" <<'SQL'
+ALTER DATABASE :"db" SET lance_namespace.root = :'root';
+ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
+SQL
+	GATEWAY_PORT="$(find_free_port "${LN_BENCH_GATEWAY_PORT:-23330}")"
+	GATEWAY_PREFIX="$TMP_DIR/gateway"
+	start_gateway "$GATEWAY_PREFIX" "$GATEWAY_PORT" "$DB" "$PGHOST" "$PGPORT"
+
+	# pgbench variables every script may use
+	local b1 b2 b3 batch
+	first_id() {
+		psql_val -d "$DB" -c "SELECT t.id FROM lance_catalog.object n JOIN lance_catalog.object t
+		                        ON t.parent_id = n.id AND t.name = 't1'
+		                     WHERE n.parent_id = 0 AND n.name = '$1'"
+	}
+	b1="$(first_id b1)" b2="$(first_id b2)" b3="$(first_id b3)"
+	batch="$(psql_val -d "$DB" -c "SELECT body FROM bench.template WHERE name = 'batch100'")"
+	PGB_VARS=(-D "b1_first_id=$b1" -D "b2_first_id=$b2" -D "b3_first_id=$b3"
+		-D "gateway_port=$GATEWAY_PORT" -D "batch=$batch")
+}
+
+checkpoint() { psql_db -d postgres -c CHECKPOINT; }
+
+# ---------------------------------------------------------------------------
+# Measuring.  A variant is one thing to measure: a pgbench script on a
+# database with extra arguments, or a wrk script against the gateway.
+# measure runs each of its variants once to warm up (not in --quick), then RUNS rounds in
+# rotating order, and records each variant's median throughput (and median
+# p50/p99 latency in ms when asked for with V_LAT).
+# ---------------------------------------------------------------------------
+declare -A V_KIND V_DB V_SCRIPT V_ARGS V_LAT V_OPTIONS MED_TPS MED_P50 MED_P99
+
+pgbench_variant() { # label db script [extra pgbench args [server options (PGOPTIONS)]]
+	V_KIND[$1]=pgbench V_DB[$1]=$2 V_SCRIPT[$1]=$3 V_ARGS[$1]="${4:-}" V_OPTIONS[$1]="${5:-}"
+	V_LAT[$1]=0
+}
+wrk_variant() { # label script
+	V_KIND[$1]=wrk V_SCRIPT[$1]=$2 V_LAT[$1]=1
+}
+
+# Percentiles (ms) of the per-transaction latencies (us, 3rd field) of pgbench -l logs.
+log_percentiles() {
+	cat "$@" | awk '{ print $3 }' | sort -n | awk '
+		{ a[NR] = $1 }
+		END {
+			if (NR == 0) { print "nan nan"; exit }
+			i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
+			i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
+			printf "%.3f %.3f\n", a[i50] / 1000, a[i99] / 1000
+		}'
+}
+
+# A wrk latency ("812.00us", "1.20ms", "2.00s") in ms.
+wrk_ms() {
+	awk -v v="$1" 'BEGIN {
+		if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f\n", v / 1000 }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f\n", v }
+		else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f\n", v * 1000 }
+		else print "nan" }'
+}
+
+# run_variant <label> <seconds>: print "<throughput> <p50 ms> <p99 ms>"; fail on any error.
+run_variant() {
+	local label="$1" secs="$2" out rc=0 tps p50="nan" p99="nan"
+	if [[ "${V_KIND[$label]}" == wrk ]]; then
+		# fresh version numbers per run for create_version.lua: base + thread * 1e9 + n
+		local base=$(((10#$(date +%s) % 1000000 + 1000) * 10000000000))
+		out="$(wrk -t "$CLIENTS" -c "$CLIENTS" -d "${secs}s" --latency \
+			-s "$BENCH_DIR/wrk/${V_SCRIPT[$label]}.lua" "http://127.0.0.1:$GATEWAY_PORT" \
+			-- "$base" 2>&1)" || rc=$?
+		raw "== $label (wrk)" "$out"
+		if ((rc != 0)) || grep -qE 'Non-2xx|Socket errors' <<<"$out" ||
+			! grep -q '^Requests/sec:' <<<"$out"; then
+			printf '%s\n' "$out" | tail -n 8 >&2
+			return 1
+		fi
+		tps="$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
+		p50="$(wrk_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")"
+		p99="$(wrk_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
+	else
+		local logargs=() logdir=""
+		if ((V_LAT[$label])); then
+			logdir="$(mktemp -d "$RES/lat.XXXXXX")"
+			logargs=(-l --log-prefix "$logdir/log")
+		fi
+		# shellcheck disable=SC2086 # V_ARGS holds words
+		out="$(PGOPTIONS="${V_OPTIONS[$label]}" "$PG_BIN/pgbench" -n -M prepared \
+			-c "$CLIENTS" -j "$CLIENTS" -T "$secs" \
+			"${PGB_VARS[@]}" ${V_ARGS[$label]} "${logargs[@]}" \
+			-f "$BENCH_DIR/pgbench/${V_SCRIPT[$label]}.sql" "${V_DB[$label]}" 2>&1)" || rc=$?
+		raw "== $label (pgbench)" "$(grep -vE '^pgbench \(|^transaction type' <<<"$out")"
+		if ((rc != 0)) || ! grep -q '^tps = ' <<<"$out"; then
+			printf '%s\n' "$out" | grep -v '^ *$' | tail -n 8 >&2
+			[[ -n "$logdir" ]] && rm -rf "$logdir"
+			return 1
+		fi
+		tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")"
+		if [[ -n "$logdir" ]]; then
+			read -r p50 p99 < <(log_percentiles "$logdir"/log*)
+			rm -rf "$logdir"
+		fi
+	fi
+	printf '%s %s %s\n' "$tps" "$p50" "$p99"
+}
+
+median() {
+	sort -g | awk '
+		{ a[NR] = $1 }
+		END {
+			if (NR == 0) { print "nan"; exit }
+			if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2
+		}'
+}
+
+# After a failed run: wait until the server accepts connections again (it
+# restarts on its own after a crashed backend).
+recover() {
+	if ! wait_ready "$PGHOST" "$PGPORT"; then
+		die "the server did not come back after a failed run; see $PGDATA_DIR/server.log"
+	fi
+}
+
+measure() { # label...
+	local labels=("$@") n=$# r i label line
+	for label in "${labels[@]}"; do
+		: >"$RES/$label.runs"
+		MED_TPS[$label]=FAIL MED_P50[$label]=nan MED_P99[$label]=nan
+		((WARMUP == 0)) || run_variant "$label" "$WARMUP" >/dev/null ||
+			{ say "warm-up of $label failed"; recover; }
+	done
+	for ((r = 0; r < RUNS; r++)); do
+		for ((i = 0; i < n; i++)); do
+			label="${labels[(i + r) % n]}"
+			if line="$(run_variant "$label" "$SECS")"; then
+				printf '%s\n' "$line" >>"$RES/$label.runs"
+			else
+				say "run of $label failed"
+				printf 'FAIL\n' >>"$RES/$label.runs"
+				recover
+			fi
+		done
+	done
+	for label in "${labels[@]}"; do
+		if grep -q FAIL "$RES/$label.runs"; then
+			MED_TPS[$label]=FAIL
+		else
+			MED_TPS[$label]="$(awk '{ print $1 }' "$RES/$label.runs" | median)"
+			MED_P50[$label]="$(awk '{ print $2 }' "$RES/$label.runs" | median)"
+			MED_P99[$label]="$(awk '{ print $3 }' "$RES/$label.runs" | median)"
+		fi
+		raw "median $label: ${MED_TPS[$label]} (p50 ${MED_P50[$label]} ms, p99 ${MED_P99[$label]} ms)" \
+			"runs: $(tr '\n' ';' <"$RES/$label.runs")"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------
+ROWS=()
+
+fmt_rate() { # number unit
+	[[ "$1" == FAIL ]] && { printf 'FAILED'; return; }
+	awk -v x="$1" -v u="$2" 'BEGIN { if (x >= 100) printf "%.0f %s", x, u; else printf "%.1f %s", x, u }'
+}
+fmt_lat() { # tps p50 p99 unit
+	[[ "$1" == FAIL ]] && { printf 'FAILED'; return; }
+	printf '%s (p50 %s ms, p99 %s ms)' "$(fmt_rate "$1" "$4")" "$2" "$3"
+}
+ratio_of() { # a b
+	[[ "$1" == FAIL || "$2" == FAIL ]] && { printf 'nan'; return; }
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'
+}
+met() { # ratio minimum
+	[[ "$1" == nan ]] && { printf 'FAILED'; return; }
+	awk -v r="$1" -v m="$2" 'BEGIN { print (r >= m ? "yes" : "**no**") }'
+}
+
+row() { # number benchmark ours baseline ratio target met
+	ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 | $7 |")
+}
+
+# compare_row <n> <benchmark> <ours label> <baseline label> <unit> <min ratio or ""> [target text]
+compare_row() {
+	local r target="${7:-}" m="—"
+	r="$(ratio_of "${MED_TPS[$3]}" "${MED_TPS[$4]}")"
+	if [[ -n "$6" ]]; then
+		[[ -n "$target" ]] || target="≥ $6"
+		m="$(met "$r" "$6")"
+	else
+		target="${target:-—}"
+	fi
+	row "$1" "$2" "$(fmt_rate "${MED_TPS[$3]}" "$5")" "$(fmt_rate "${MED_TPS[$4]}" "$5")" "$r" "$target" "$m"
+}
+
+print_table() {
+	echo
+	echo "lance_namespace benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(($(mem_mb) / 1024)) GiB memory, $(. /etc/os-release && echo "$PRETTY_NAME")"
+	echo "server:  $("$PG_BIN/postgres" --version), fsync on, synchronous_commit on, $SERVER_SETTINGS"
+	echo "code:    $(git -C "$ROOT" describe --always --dirty --exclude '*' 2>/dev/null || echo unknown)"
+	echo "method:  $CLIENTS clients, median of $RUNS runs of ${SECS}s (alternating order$( ((WARMUP == 0)) || echo ", after a ${WARMUP}s warm-up"))"
+	echo "scale:   $SCALE_TABLES tables in $((SCALE_TABLES / TABLES_PER_NS)) namespaces, $((SCALE_TABLES * VERSIONS_PER_TABLE)) versions"
+	echo
+	echo "| # | benchmark | ours | baseline | ratio | target | met? |"
+	echo "|---|---|---|---|---|---|---|"
+	printf '%s\n' "${ROWS[@]}"
+	echo
+	printf '%s\n' "${NOTES[@]}"
+}
+NOTES=()
+
+# ---------------------------------------------------------------------------
+# The benchmarks
+# ---------------------------------------------------------------------------
+
+bench_create_version() {
+	say "(1) create one version"
+	checkpoint
+	pgbench_variant create_version "$DB" create_version
+	pgbench_variant create_version_floor "$DB" create_version_floor
+	measure create_version create_version_floor
+	compare_row 1 "CreateTableVersion (lance_create_table_version) vs INSERT of the same row" \
+		create_version create_version_floor "tps" 0.8
+}
+
+bench_batch() {
+	say "(2) batch of 100 versions over 100 tables"
+	checkpoint
+	pgbench_variant batch "$DB" batch
+	pgbench_variant batch_floor "$DB" batch_floor
+	pgbench_variant batch_plpgsql "$DB" batch_plpgsql
+	measure batch batch_floor batch_plpgsql
+	compare_row 2a "BatchCreateTableVersions, 100 tables, vs one 100-row INSERT" \
+		batch batch_floor "batches/s" 0.6
+	compare_row 2b "BatchCreateTableVersions, 100 tables, vs PL/pgSQL implementation" \
+		batch batch_plpgsql "batches/s" 3 "≥ 3 (3× faster)"
+}
+
+bench_latest() {
+	say "(3) latest version lookup"
+	checkpoint
+	pgbench_variant latest_list "$DB" latest_list
+	pgbench_variant latest_describe "$DB" latest_describe
+	pgbench_variant latest_floor "$DB" latest_floor
+	pgbench_variant latest_floor_by_id "$DB" latest_floor_by_id
+	measure latest_list latest_describe latest_floor latest_floor_by_id
+	compare_row 3a "ListTableVersions desc limit 1 vs indexed SELECT by name" \
+		latest_list latest_floor "tps" 0.8
+	compare_row 3b "DescribeTableVersion (latest) vs indexed SELECT by name" \
+		latest_describe latest_floor "tps" 0.8
+	compare_row 3c "DescribeTableVersion (latest) vs indexed SELECT by table id (info)" \
+		latest_describe latest_floor_by_id "tps" ""
+}
+
+# load_scale <db> <namespaces>: create the database and fill it; print the load's timings.
+load_scale() {
+	local db="$1" nns="$2" out
+	psql_db -d postgres -c "CREATE DATABASE $db"
+	psql_db -d "$db" -c "CREATE EXTENSION lance_namespace"
+	out="$(psql_db -d "$db" -v nns="$nns" -v tpn="$TABLES_PER_NS" -v vpt="$VERSIONS_PER_TABLE" \
+		-f "$BENCH_DIR/sql/scale_load.sql")"
+	raw "== load $db" "$out"
+	# \timing lines in statement order: namespaces, tables, setval, versions, vacuum analyze
+	sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' '
+}
+
+bench_scale() {
+	local nns=$((SCALE_TABLES / TABLES_PER_NS)) t0 t1 times size_mb per_million versions
+	local -a tm
+	say "(4) scale: loading 1000 tables (small catalog)"
+	load_scale scale_small 1 >/dev/null
+	say "(4) scale: loading $SCALE_TABLES tables, $((SCALE_TABLES * VERSIONS_PER_TABLE)) versions (large catalog)"
+	t0="$(date +%s.%N)"
+	times="$(load_scale scale_large "$nns")"
+	t1="$(date +%s.%N)"
+	read -r -a tm <<<"$times"
+	checkpoint
+	versions="$(psql_val -d scale_large -c "SELECT count(*) FROM lance_catalog.version")"
+	size_mb="$(psql_val -d scale_large -c \
+		"SELECT round(pg_total_relation_size('lance_catalog.version') / 1048576.0)")"
+	per_million="$(awk -v s="$size_mb" -v n="$versions" 'BEGIN { printf "%.0f", s / (n / 1e6) }')"
+
+	pgbench_variant scale_list_small scale_small scale_list_tables "-D nns=1 -D tpn=$TABLES_PER_NS"
+	pgbench_variant scale_list_large scale_large scale_list_tables "-D nns=$nns -D tpn=$TABLES_PER_NS"
+	pgbench_variant scale_describe_small scale_small scale_describe_table "-D nns=1 -D tpn=$TABLES_PER_NS"
+	pgbench_variant scale_describe_large scale_large scale_describe_table "-D nns=$nns -D tpn=$TABLES_PER_NS"
+	pgbench_variant scale_latest_small scale_small scale_latest "-D nns=1 -D tpn=$TABLES_PER_NS"
+	pgbench_variant scale_latest_large scale_large scale_latest "-D nns=$nns -D tpn=$TABLES_PER_NS"
+	say "(4) scale: measuring"
+	measure scale_list_large scale_list_small
+	measure scale_describe_large scale_describe_small
+	measure scale_latest_large scale_latest_small
+
+	local big="at $SCALE_TABLES tables vs 1000"
+	compare_row 4a "ListTables page of 100, $big" scale_list_large scale_list_small "tps" 0.667 "≥ 0.67 (cost ≤ 1.5×)"
+	compare_row 4b "DescribeTable, $big" scale_describe_large scale_describe_small "tps" 0.667 "≥ 0.67 (cost ≤ 1.5×)"
+	compare_row 4c "Latest version (ListTableVersions desc limit 1), $big" \
+		scale_latest_large scale_latest_small "tps" 0.667 "≥ 0.67 (cost ≤ 1.5×)"
+	row 4d "Catalog size on disk: lance_catalog.version with indexes, per million versions" \
+		"$per_million MB" "—" "—" "—" "—"
+	row 4e "Loading $SCALE_TABLES tables and $versions versions (set-based INSERT ... SELECT, FKs checked)" \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f s", b - a }')" "—" "—" "—" "—"
+	NOTES+=("4e: load of the large catalog: tables $(awk -v x="${tm[1]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s, versions $(awk -v x="${tm[3]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s, VACUUM ANALYZE $(awk -v x="${tm[4]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s; whole database $(psql_val -d scale_large -c "SELECT pg_size_pretty(pg_database_size(current_database()))"); lance_catalog.version $size_mb MB for $versions versions.")
+	psql_db -d postgres -c "DROP DATABASE scale_small" -c "DROP DATABASE scale_large"
+}
+
+bench_gateway() {
+	say "(5) the gateway against direct SQL"
+	checkpoint
+	wrk_variant http_describe describe_table
+	wrk_variant http_create create_version
+	pgbench_variant sql_describe "$DB" sql_describe_table
+	pgbench_variant sql_create "$DB" sql_create_version
+	pgbench_variant rest_describe "$DB" rest_describe_table
+	pgbench_variant rest_create "$DB" rest_create_version
+	V_LAT[sql_describe]=1 V_LAT[sql_create]=1 V_LAT[rest_describe]=1 V_LAT[rest_create]=1
+	measure http_describe sql_describe rest_describe
+	measure http_create sql_create rest_create
+	local l n op
+	for l in describe create; do
+		if [[ $l == describe ]]; then n=5a op=DescribeTable; else n=5b op=CreateTableVersion; fi
+		row "$n" "$op over HTTP (gateway, wrk) vs lance_ function in SQL (pgbench)" \
+			"$(fmt_lat "${MED_TPS[http_$l]}" "${MED_P50[http_$l]}" "${MED_P99[http_$l]}" "req/s")" \
+			"$(fmt_lat "${MED_TPS[sql_$l]}" "${MED_P50[sql_$l]}" "${MED_P99[sql_$l]}" "tps")" \
+			"$(ratio_of "${MED_TPS[http_$l]}" "${MED_TPS[sql_$l]}")" "— (overhead)" "—"
+		row "$n'" "$op through lance_rest() in SQL (what the gateway calls) vs lance_ function in SQL" \
+			"$(fmt_lat "${MED_TPS[rest_$l]}" "${MED_P50[rest_$l]}" "${MED_P99[rest_$l]}" "tps")" \
+			"$(fmt_lat "${MED_TPS[sql_$l]}" "${MED_P50[sql_$l]}" "${MED_P99[sql_$l]}" "tps")" \
+			"$(ratio_of "${MED_TPS[rest_$l]}" "${MED_TPS[sql_$l]}")" "— (overhead)" "—"
+	done
+}
+
+bench_client() {
+	say "(6) appends of the LanceDB client, managed by the catalog vs plain local"
+	checkpoint
+	local out rc=0 cat plain
+	out="$(as_postgres node "$BENCH_DIR/node/append.mjs" --uri "http://127.0.0.1:$GATEWAY_PORT" \
+		--dir "$TMP_DIR/plain" --runs "$RUNS" --appends "$APPENDS" 2>&1)" || rc=$?
+	raw "== append.mjs" "$out"
+	if ((rc != 0)) || ! grep -q '^{"catalog"' <<<"$out"; then
+		printf '%s\n' "$out" | tail -n 10 >&2
+		MED_TPS[append_catalog]=FAIL MED_TPS[append_plain]=FAIL
+	else
+		read -r cat plain < <(node -e '
+			const r = JSON.parse(process.argv[1]);
+			const med = (a) => { a = [...a].sort((x, y) => x - y); const m = a.length >> 1;
+				return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2; };
+			console.log(med(r.catalog), med(r.plain));' "$(grep '^{"catalog"' <<<"$out")")
+		MED_TPS[append_catalog]="$cat" MED_TPS[append_plain]="$plain"
+	fi
+	compare_row 6 "LanceDB client appends ($APPENDS × 10 rows): managed versioning via the catalog vs plain local table" \
+		append_catalog append_plain "appends/s" 0.8
+}
+
+# ---------------------------------------------------------------------------
+# Optional profile (--profile): where the time of a call goes.
+#  - the C-free DescribeTableVersion of bench/sql/profile.sql against the
+#    extension's, measured like the other figures;
+#  - instructions per call, counted by callgrind on a single-user backend
+#    (the server is stopped for it) that runs one call per statement, with
+#    collection on only inside the lance_* functions, split by the stages
+#    of the JSON edge and the catalog's SQL.
+# ---------------------------------------------------------------------------
+PROFILE_LINES=()
+
+# profile_statements <op> <first> <last>: one call per statement, one statement per line
+profile_statements() {
+	local op="$1" i t v
+	for ((i = $2; i <= $3; i++)); do
+		t=$((i % 100 + 1)) v=$((3000000000 + i))
+		case "$op" in
+			lance_describe_table_version)
+				echo "SELECT lance_describe_table_version('{\"id\": [\"b3\", \"t$t\"]}')" ;;
+			lance_list_table_versions)
+				echo "SELECT lance_list_table_versions('{\"id\": [\"b3\", \"t$t\"], \"descending\": true, \"limit\": 1}')" ;;
+			lance_describe_table)
+				echo "SELECT lance_describe_table('{\"id\": [\"b5\", \"t$t\"]}')" ;;
+			lance_list_tables)
+				echo "SELECT lance_list_tables('{\"id\": [\"b1\"], \"limit\": 100}')" ;;
+			lance_create_table_version)
+				echo "SELECT lance_create_table_version('{\"id\": [\"b1\", \"t$t\"], \"version\": $v, \"manifest_path\": \"lance-bench/b1/t$t.lance/_versions/$v.manifest\"}')" ;;
+			lance_batch_create_table_versions)
+				echo "SELECT lance_batch_create_table_versions(replace(body, '@V@', '$v')::jsonb) FROM bench.template" ;;
+			lance_rest)
+				echo "SELECT * FROM lance_rest('POST', '/v1/table/b5%24t$t/describe', '', '{\"id\": [\"b5\", \"t$t\"]}', '{\"host\": \"127.0.0.1\", \"content-type\": \"application/json\", \"content-length\": \"24\"}')" ;;
+		esac
+	done
+}
+
+# Inclusive instructions of the functions named, summed, in callgrind_annotate
+# --inclusive=yes output.  A function can be listed under more than one file
+# name (absolute and relative source paths of the same call tree): each
+# counts once, with its largest entry.
+incl() {
+	local file="$1"
+	shift
+	awk -v names="$*" '
+		BEGIN { n = split(names, want, " "); for (i = 1; i <= n; i++) w[want[i]] = 1 }
+		{
+			count = $1; gsub(/,/, "", count)
+			if (count !~ /^[0-9]+$/) next
+			name = $0
+			sub(/^ *[0-9,]+ *(\([^)]*\))? */, "", name)
+			sub(/ \[.*$/, "", name)
+			k = split(name, parts, ":"); fn = parts[k]
+			if ((fn in w) && count > m[fn]) m[fn] = count
+		}
+		END { for (fn in m) s += m[fn]; printf "%.0f\n", s }' "$file"
+}
+
+pct() { awk -v a="$1" -v t="$2" 'BEGIN { if (t > 0) printf "%.0f%%", 100 * a / t; else print "—" }'; }
+per_call() { awk -v a="$1" -v n="$2" 'BEGIN { printf "%.0f", a / n }'; }
+
+# profile_counts <op> <first> <last>: run the calls under callgrind, collecting
+# only inside lance_* functions; print the inclusive counts the table needs.
+profile_counts() {
+	local op="$1" tag="$1.$2-$3" out ann
+	profile_statements "$op" "$2" "$3" >"$RES/profile.$tag.sql"
+	chmod 644 "$RES/profile.$tag.sql"
+	out="$RES/callgrind.$tag"
+	ann="$RES/callgrind.$tag.txt"
+	if ! as_postgres valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='lance_*' \
+		"$PG_BIN/postgres" --single -D "$PGDATA_DIR" -c shared_buffers=256MB \
+		"$DB" <"$RES/profile.$tag.sql" >"$RES/single.$tag.log" 2>&1; then
+		tail -n 20 "$RES/single.$tag.log" >&2
+		return 1
+	fi
+	callgrind_annotate --inclusive=yes --threshold=100 "$out" >"$ann" 2>/dev/null || return 1
+	echo "$(incl "$ann" "$op")" \
+		"$(incl "$ann" JsonbToCString)" \
+		"$(incl "$ann" json_tokener_parse_verbose json_tokener_parse)" \
+		"$(incl "$ann" json_decode_request json_decode_http_request json_decode_headers)" \
+		"$(incl "$ann" jsonb_in)" \
+		"$(incl "$ann" json_encode_response json_encode_response_text)" \
+		"$(incl "$ann" SPI_execute_plan SPI_prepare_cursor SPI_keepplan SPI_connect SPI_finish)" \
+		"$(incl "$ann" changes_record)" \
+		"$(incl "$ann" catalog_insert_change)"
+}
+
+# profile_op <op> <calls>: per-call counts as the difference of a run of
+# 1 + <calls> calls and a run of 1 call, so that the first call's one-time
+# costs (preparing plans, loading caches) are left out.
+profile_op() {
+	local op="$1" n="$2" a b total jtext jparse dec jin enc spi chg ins json other
+	if ! a="$(profile_counts "$op" 1 1)" || ! b="$(profile_counts "$op" 1 $((n + 1)))"; then
+		PROFILE_LINES+=("| $op | callgrind run failed |")
+		return 0
+	fi
+	read -r total jtext jparse dec jin enc spi chg ins < <(
+		paste <(tr ' ' '\n' <<<"$b") <(tr ' ' '\n' <<<"$a") | awk '{ printf "%.0f ", $1 - $2 } END { print "" }')
+	# the commit log writes through SPI too: count that under the commit log
+	spi=$((spi - ins))
+	json=$((dec + enc))
+	other=$((total - json - spi - chg))
+	PROFILE_LINES+=("| $op | $(per_call "$total" "$n") | $(pct "$jtext" "$total") | $(pct "$jparse" "$total") | $(pct $((dec - jtext - jparse)) "$total") | $(pct $((enc - jin)) "$total") | $(pct "$jin" "$total") | **$(pct "$json" "$total")** | $(pct "$spi" "$total") | $(pct "$chg" "$total") | $(pct "$other" "$total") |")
+}
+
+run_profile() {
+	say "profile: C-free DescribeTableVersion vs the extension's"
+	pgbench_variant profile_c "$DB" latest_describe
+	pgbench_variant profile_sql "$DB" profile_sql_describe
+	measure profile_c profile_sql
+	PROFILE_LINES+=("- DescribeTableVersion (latest), $CLIENTS clients: lance_describe_table_version $(fmt_rate "${MED_TPS[profile_c]}" tps), the C-free SQL function of bench/sql/profile.sql $(fmt_rate "${MED_TPS[profile_sql]}" tps), ratio $(ratio_of "${MED_TPS[profile_c]}" "${MED_TPS[profile_sql]}").")
+
+	say "profile: CreateTableVersion without NOTIFY, and without waiting for the WAL flush"
+	checkpoint
+	pgbench_variant cv_notify "$DB" create_version
+	pgbench_variant cv_no_notify "$DB" create_version "" "-c lance_namespace.notify=off"
+	pgbench_variant cv_async "$DB" create_version "" "-c synchronous_commit=off"
+	pgbench_variant cv_floor_async "$DB" create_version_floor "" "-c synchronous_commit=off"
+	measure cv_notify cv_no_notify cv_async cv_floor_async
+	PROFILE_LINES+=("- CreateTableVersion, $CLIENTS clients: with NOTIFY (the default) $(fmt_rate "${MED_TPS[cv_notify]}" tps), with lance_namespace.notify=off $(fmt_rate "${MED_TPS[cv_no_notify]}" tps) (ratio $(ratio_of "${MED_TPS[cv_notify]}" "${MED_TPS[cv_no_notify]}")).")
+	PROFILE_LINES+=("- CreateTableVersion with synchronous_commit=off (CPU-bound, no wait for the WAL flush): $(fmt_rate "${MED_TPS[cv_async]}" tps) against its floor $(fmt_rate "${MED_TPS[cv_floor_async]}" tps), ratio $(ratio_of "${MED_TPS[cv_async]}" "${MED_TPS[cv_floor_async]}").")
+
+	say "profile: callgrind on a single-user backend (the server stops for it)"
+	stop_gateway "$GATEWAY_PREFIX"
+	GATEWAY_PREFIX=""
+	stop_cluster "$PGDATA_DIR"
+	PROFILE_LINES+=("" "Instructions per call inside the function (callgrind; one call per statement, 200 calls, batches 20 calls of 100 entries; first call left out), and where they go:" ""
+		"| function | instructions per call | jsonb→text | text→json-c | json-c→C structs | C→json-c→text | text→jsonb | JSON edge total | catalog SQL (SPI) | commit log | rest |"
+		"|---|---|---|---|---|---|---|---|---|---|---|")
+	local op
+	for op in lance_describe_table_version lance_list_table_versions lance_describe_table \
+		lance_list_tables lance_create_table_version lance_rest; do
+		say "profile: $op"
+		profile_op "$op" 200
+	done
+	say "profile: lance_batch_create_table_versions"
+	profile_op lance_batch_create_table_versions 20
+}
+
+# ---------------------------------------------------------------------------
+
+main() {
+	install_deps
+	install_bench_deps
+	build_and_install
+	start_bench_server
+	setup_bench_db
+	: >"$RES/raw.log"
+	bench_create_version
+	bench_batch
+	bench_latest
+	bench_scale
+	bench_gateway
+	bench_client
+	print_table
+	if ((PROFILE)); then
+		run_profile
+		printf '%s\n' "" "Profile (--profile):" "" "${PROFILE_LINES[@]}"
+	fi
+}
+
+# sourcing this file (for testing a part) defines the functions only
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+	main "$@"
+fi
