@@ -46,6 +46,7 @@ typedef enum CatalogStatement
 	STMT_LOCK_TABLE_REFS,
 	STMT_LOOKUP_CHILD_ID,
 	STMT_LOOKUP_TABLE,
+	STMT_LOOKUP_TABLE_IN,
 	STMT_INSERT_VERSION,
 	STMT_LOCATION_IN_USE,
 	STMT_GET_VERSION,
@@ -267,6 +268,14 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						   " WHERE parent_id = $1 AND name = $2 AND kind = 'table'",
 						   2,
 						   {INT8OID, TEXTOID}},
+	/* a namespace and the table in it, in one statement: the path of most look-ups */
+	[STMT_LOOKUP_TABLE_IN] = {"SELECT n.id, t.id, t.location, t.declared"
+							  "  FROM lance_catalog.object n"
+							  "  LEFT JOIN lance_catalog.object t"
+							  "         ON t.parent_id = n.id AND t.name = $3 AND t.kind = 'table'"
+							  " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
+							  3,
+							  {INT8OID, TEXTOID, TEXTOID}},
 	[STMT_INSERT_VERSION] =
 		{"INSERT INTO lance_catalog.version"
 		 "       (table_id, branch, version, manifest_path, manifest_size, e_tag,"
@@ -619,19 +628,9 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
 	Datum values[2];
 	bool isnull;
 
-	if (n == 1)
-	{
-		/* one table (CreateTableVersion): a plain key look-up, no arrays */
-		values[0] = Int64GetDatum(parent_ids[0]);
-		values[1] = CStringGetTextDatum(names[0]);
-		execute(STMT_LOOKUP_TABLE, values, NULL, 1);
-	}
-	else
-	{
-		values[0] = int8_array_datum(parent_ids, NULL, n);
-		values[1] = nullable_text_array_datum(names, n);
-		execute(STMT_LOOKUP_TABLES, values, NULL, 0);
-	}
+	values[0] = int8_array_datum(parent_ids, NULL, n);
+	values[1] = nullable_text_array_datum(names, n);
+	execute(STMT_LOOKUP_TABLES, values, NULL, 0);
 
 	memset(ids, 0, sizeof(int64) * n);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -946,4 +945,46 @@ catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_t
 	*id = DatumGetInt64(result_datum(0, 1, &isnull));
 	*is_table = DatumGetBool(result_datum(0, 2, &isnull));
 	return true;
+}
+
+/*
+ * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
+ * with ns_name NULL, directly under grandparent_id), keys and location only.
+ * Returns 0 if the namespace is missing, 1 if the table is, 2 if found.
+ */
+int
+catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *table_name,
+						 CatalogObject *table)
+{
+	Datum values[3];
+	bool isnull;
+
+	memset(table, 0, sizeof(CatalogObject));
+	values[0] = Int64GetDatum(grandparent_id);
+	if (ns_name == NULL)
+	{
+		values[1] = CStringGetTextDatum(table_name);
+		execute(STMT_LOOKUP_TABLE, values, NULL, 1);
+		if (SPI_processed == 0)
+			return 1;
+	}
+	else
+	{
+		values[1] = CStringGetTextDatum(ns_name);
+		values[2] = CStringGetTextDatum(table_name);
+		execute(STMT_LOOKUP_TABLE_IN, values, NULL, 1);
+		if (SPI_processed == 0)
+			return 0;
+		(void)result_datum(0, 2, &isnull);
+		if (isnull)
+			return 1;
+	}
+	/* both statements answer (namespace or 1, table id, location, declared) */
+	table->id = DatumGetInt64(result_datum(0, 2, &isnull));
+	table->location = result_text(0, 3);
+	table->declared = DatumGetBool(result_datum(0, 4, &isnull));
+	table->is_table = true;
+	table->name = MemoryContextStrdup(result_cxt, table_name);
+	table->properties.len = 0;
+	return 2;
 }

@@ -67,6 +67,8 @@ extern void catalog_set_change(const char *transaction_id, const char *status,
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 extern bool catalog_location_in_use(const char *location);
 extern void catalog_lock_table_refs(int64 table_id);
+extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,
+									const char *table_name, CatalogObject *table);
 extern bool catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table);
 
 #endif /* LN_CATALOG_H */

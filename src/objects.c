@@ -103,3 +103,30 @@ objects_get_table(const LnId *id, bool for_update, CatalogObject *table)
 	if (!catalog_lookup_child(ns, id->names[id->len - 1], for_update, table) || !table->is_table)
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
 }
+
+/*
+ * As objects_get_table, reading only the table's keys, location and
+ * declared state (no properties): the look-up version operations need, with
+ * the table's namespace and the table found in one statement.
+ */
+void
+objects_get_table_key(const LnId *id, CatalogObject *table)
+{
+	int64 grandparent = CATALOG_ROOT_ID;
+	int found;
+
+	if (id->len >= 2)
+	{
+		grandparent = objects_namespace_id(id, id->len - 2);
+		if (grandparent < 0)
+			ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+					 ln_id_string(id, id->len - 1));
+	}
+	found = catalog_lookup_table_key(grandparent, id->len >= 2 ? id->names[id->len - 2] : NULL,
+									 id->names[id->len - 1], table);
+	if (found == 0)
+		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+				 ln_id_string(id, id->len - 1));
+	if (found == 1)
+		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
+}

@@ -21,6 +21,7 @@ extern void objects_get_namespace(const LnId *id, int len, bool for_update, Cata
 								  LocationBase *base);
 extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *table);
 extern int64 objects_namespace_id(const LnId *id, int len);
+extern void objects_get_table_key(const LnId *id, CatalogObject *table);
 extern const char *objects_property(const LnMap *properties, const char *key);
 
 #endif /* LN_OBJECTS_H */

@@ -59,9 +59,8 @@ check_ref_name(const char *name, const char *field, bool branch)
 static void
 get_local_table(const LnRequest *req, bool lock, CatalogObject *table)
 {
-
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, table);
+	objects_get_table_key(&req->id, table);
 	if (!storage_is_managed(table->location))
 		ln_error(LN_UNSUPPORTED,
 				 "tags and branches of table \"%s\" live with its data at \"%s\", which is not "

@@ -156,6 +156,10 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 			ln_error(LN_INVALID_INPUT, "field \"manifest_path\" is required");
 		e[i].scheme = ln_parse_enum(req->naming_scheme, "naming_scheme", naming_schemes, NAMING_V2);
 
+		/* one entry: its namespace and table are found together below */
+		if (n == 1)
+			continue;
+
 		/* entries of one batch mostly share namespaces: reuse what an earlier one found */
 		e[i].parent_id = -1;
 		for (int j = 0; j < i && e[i].parent_id < 0; j++)
@@ -172,13 +176,27 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 
 	qsort(e, n, sizeof(VersionEntry), compare_entries);
 
-	/* find every table in one statement */
-	for (int i = 0; i < n; i++)
+	if (n == 1)
 	{
-		parent_ids[i] = e[i].parent_id;
-		names[i] = e[i].req->id.names[e[i].req->id.len - 1];
+		/* CreateTableVersion: the namespace and the table in one statement */
+		CatalogObject table;
+
+		name_element(name_elements, 0);
+		objects_get_table_key(&e[0].req->id, &table);
+		table_ids[0] = table.id;
+		locations[0] = table.location;
+		declared[0] = table.declared;
 	}
-	catalog_lookup_tables(n, parent_ids, names, table_ids, locations, declared);
+	else
+	{
+		/* find every table in one statement */
+		for (int i = 0; i < n; i++)
+		{
+			parent_ids[i] = e[i].parent_id;
+			names[i] = e[i].req->id.names[e[i].req->id.len - 1];
+		}
+		catalog_lookup_tables(n, parent_ids, names, table_ids, locations, declared);
+	}
 	for (int i = 0; i < n; i++)
 		missing[i] = table_ids[i] == 0;
 	if ((i = first_in_request_order(e, n, missing)) >= 0)
@@ -286,9 +304,8 @@ batch_create_table_versions(const LnRequest *req, LnResponse *resp)
 static void
 get_table(const LnRequest *req, CatalogObject *table)
 {
-
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, table);
+	objects_get_table_key(&req->id, table);
 }
 
 /*
