@@ -26,7 +26,7 @@ OBJS = \
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs
+REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits
 ISOLATION_OPTS = --load-extension=$(EXTENSION)

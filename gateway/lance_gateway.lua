@@ -48,30 +48,27 @@ local function unavailable(message)
 		cjson.encode({ code = 17, error = "the catalog database is unavailable: " .. message }))
 end
 
--- Run lance_rest once; on a broken connection reconnect and try once more.
+-- Run lance_rest once.  A failed statement is not retried: the server may
+-- have committed it before the connection broke, and running a commit twice
+-- is not safe.  The connection is dropped and made anew for the next request.
 local function call(method, path, query, body, headers)
-	for attempt = 1, 2 do
-		if not sth then
-			local ok, err = connect()
-			if not ok then
-				return nil, err
-			end
-		end
-		local ok, err = sth:execute(method, path, query, body, headers)
-		if ok then
-			local row = sth:fetch(false)
-			if row then
-				return row
-			end
-			err = "lance_rest answered no row"
-		end
-		-- a failed statement in autocommit leaves nothing behind; drop the connection
-		pcall(function() dbh:close() end)
-		dbh, sth = nil, nil
-		if attempt == 2 then
+	if not sth then
+		local ok, err = connect()
+		if not ok then
 			return nil, err
 		end
 	end
+	local ok, err = sth:execute(method, path, query, body, headers)
+	if ok then
+		local row = sth:fetch(false)
+		if row then
+			return row
+		end
+		err = "lance_rest answered no row"
+	end
+	pcall(function() dbh:close() end)
+	dbh, sth = nil, nil
+	return nil, err
 end
 
 function M.handle()
@@ -81,6 +78,9 @@ function M.handle()
 		local file = ngx.req.get_body_file()
 		if file then
 			local f = io.open(file, "rb")
+			if not f then
+				return unavailable("could not read the request body")
+			end
 			body = f:read("*a")
 			f:close()
 		end

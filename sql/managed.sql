@@ -322,6 +322,11 @@ COPY (SELECT 'manifest pct') TO '/tmp/lance_namespace_regress/root/ns/t 2%41.lan
 SELECT lance_create_table_version('{"id": ["mg", "pct"], "version": 1, "manifest_path": "tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions/18446744073709551614.manifest-pq"}') #>> '{version,manifest_path}' AS manifest_path;
 SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions');
 
+-- Two entries on one managed folder would overwrite each other's manifests:
+-- a second table at the same folder, however spelled, is refused.
+SELECT lance_register_table('{"id": ["mg", "twin"], "location": "file:///tmp/lance_namespace_regress/root/ns/t.lance/"}');
+SELECT lance_register_table('{"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance", "mode": "Overwrite"}') - 'transaction_id' AS lance_register_table;
+
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["mg"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_regress

@@ -709,6 +709,18 @@ SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "v1"}');
 SET lance_namespace.local_roots = '/tmp/lance_namespace_refs/root';
 SELECT lance_get_table_tag_version('{"id": ["rf", "t"], "tag": "v1"}');
 
+--
+-- A symbolic link inside a table's folder is never followed: with _refs
+-- pointing elsewhere, a tag is refused and nothing is written there.
+--
+\! mkdir -p /tmp/lance_namespace_refs/root/ns/lk.lance/_versions /tmp/lance_namespace_refs/elsewhere && ln -s /tmp/lance_namespace_refs/elsewhere /tmp/lance_namespace_refs/root/ns/lk.lance/_refs && chmod -R 777 /tmp/lance_namespace_refs
+SELECT lance_declare_table('{"id": ["rf", "lk"], "location": "/tmp/lance_namespace_refs/root/ns/lk.lance"}') ->> 'managed_versioning' AS managed;
+COPY (SELECT 'lk v1') TO '/tmp/lance_namespace_refs/root/ns/lk.lance/_versions/18446744073709551614.manifest-k';
+SELECT lance_create_table_version('{"id": ["rf", "lk"], "version": 1, "manifest_path": "tmp/lance_namespace_refs/root/ns/lk.lance/_versions/18446744073709551614.manifest-k"}') #>> '{version,version}' AS version;
+SELECT lance_create_table_tag('{"id": ["rf", "lk"], "tag": "t1", "version": 1}');
+SELECT lance_create_table_branch('{"id": ["rf", "lk"], "name": "b1"}');
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/elsewhere') AS elsewhere;
+
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["rf"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_refs

@@ -49,6 +49,7 @@ typedef enum CatalogStatement
 	STMT_LOOKUP_TABLE_IN,
 	STMT_INSERT_VERSION,
 	STMT_LOCATION_IN_USE,
+	STMT_LOCATION_TAKEN,
 	STMT_GET_VERSION,
 	STMT_DELETE_VERSIONS,
 	NUM_CATALOG_STATEMENTS
@@ -257,6 +258,12 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "         OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2)))",
 		 2,
 		 {TEXTOID, TEXTARRAYOID}},
+	/* another table on exactly this folder */
+	[STMT_LOCATION_TAKEN] = {"SELECT EXISTS (SELECT FROM lance_catalog.object"
+							 "  WHERE kind = 'table' AND id <> $2"
+							 "    AND lance_catalog.local_path(location) COLLATE \"C\" = $1)",
+							 2,
+							 {TEXTOID, INT8OID}},
 	[STMT_LOCK_TABLE_REFS] = {"SELECT FROM lance_catalog.object WHERE id = $1 FOR NO KEY UPDATE",
 							  1,
 							  {INT8OID}},
@@ -987,4 +994,15 @@ catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *
 	table->name = MemoryContextStrdup(result_cxt, table_name);
 	table->properties.len = 0;
 	return 2;
+}
+
+/* True if a table other than except_id is at the local folder `path` (canonical). */
+bool
+catalog_location_taken(const char *path, int64 except_id)
+{
+	Datum values[2] = {CStringGetTextDatum(path), Int64GetDatum(except_id)};
+	bool isnull;
+
+	execute(STMT_LOCATION_TAKEN, values, NULL, 1);
+	return DatumGetBool(result_datum(0, 1, &isnull));
 }

@@ -57,8 +57,10 @@ ln_raise(LnErrorCode code, const char *detail, const char *message)
 {
 	char *body;
 
+	/* one error per naming: the element's memory may not outlive this call */
 	if (error_element != NULL)
 		message = psprintf("%s: %s", error_element, message);
+	error_element = NULL;
 	body = json_error_body(code, message, detail);
 
 	ereport(ERROR, (errcode(LN_SQLSTATE(code)), errmsg_internal("%s", message),

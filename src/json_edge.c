@@ -324,8 +324,8 @@ decode_operations(json_object *value, const char *prefix, const char *field, LnR
 
 			if (!json_object_object_get_ex(obj, commit_kinds[k].key, &member) || member == NULL)
 				continue;
-			if (found >= 0)
-				found = -2;
+			if (found != -1)
+				found = -2; /* two or more: refused below */
 			else
 			{
 				found = k;
@@ -877,7 +877,8 @@ json_parse_ref_file(const char *text, bool branch, LnRefContents *out)
 				json_object *pair = json_object_array_get_idx(value, i);
 
 				if (!json_object_is_type(pair, json_type_array) ||
-					json_object_array_length(pair) != 2)
+					json_object_array_length(pair) != 2 ||
+					!json_object_is_type(json_object_array_get_idx(pair, 1), json_type_string))
 					continue;
 				out->mapping_versions[out->nmapping] =
 					json_object_get_int64(json_object_array_get_idx(pair, 0));

@@ -335,6 +335,10 @@ create_table_branch(const LnRequest *req, LnResponse *resp)
 	row.branch = req->name;
 	row.version = fork;
 	catalog_insert_versions(1, &row, &inserted);
+	if (!inserted)
+		ln_error(LN_TABLE_BRANCH_ALREADY_EXISTS,
+				 "branch \"%s\" of table \"%s\" already has versions in the catalog", req->name,
+				 ln_id_string(&req->id, req->id.len));
 	changes_touch(&req->id, req->id.len, false, fork.version);
 	resp->fields = 0;
 }

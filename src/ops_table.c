@@ -123,6 +123,24 @@ list_all_tables(const LnRequest *req, LnResponse *resp)
 	}
 }
 
+/*
+ * The catalog writes manifests, tags and branches in the folder of a managed
+ * table: two entries on one folder would overwrite each other's.  A managed
+ * location must be no other table's.
+ */
+static void
+check_location_free(const LnRequest *req, const char *location, int64 except_id)
+{
+	char *path;
+
+	if (!storage_is_managed(location))
+		return;
+	path = storage_local_path(location);
+	if (catalog_location_taken(path, except_id))
+		ln_error(LN_INVALID_INPUT, "location \"%s\" of table \"%s\" is another table's folder",
+				 location, ln_id_string(&req->id, req->id.len));
+}
+
 /* The location a declared table gets when the request gives none. */
 static char *
 derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
@@ -168,6 +186,7 @@ declare_table(const LnRequest *req, LnResponse *resp)
 	table.declared = true;
 	table.properties = properties;
 	table.location = req->location ? req->location : derive_location(req, ns.id, &base);
+	check_location_free(req, table.location, 0);
 
 	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location, true) ==
 		0)
@@ -191,14 +210,15 @@ register_table(const LnRequest *req, LnResponse *resp)
 	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	CatalogObject ns;
 	CatalogObject existing;
+	int64 id;
 
 	ln_require_table_id(req);
 	if (req->location == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"location\" is required");
 	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
 
-	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location, false) ==
-		0)
+	id = catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location, false);
+	if (id == 0)
 	{
 		if (!catalog_lookup_child(ns.id, table_name_of(req), true, &existing))
 			ln_error(LN_CONCURRENT_MODIFICATION,
@@ -207,7 +227,9 @@ register_table(const LnRequest *req, LnResponse *resp)
 		if (mode != REGISTER_MODE_OVERWRITE || !existing.is_table)
 			raise_name_taken(&req->id, &existing);
 		catalog_reregister_table(existing.id, req->location, &properties);
+		id = existing.id;
 	}
+	check_location_free(req, req->location, id);
 	changes_touch(&req->id, req->id.len, false, -1);
 
 	resp->fields = LN_RESP_LOCATION | LN_RESP_PROPERTIES;

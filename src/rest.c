@@ -356,6 +356,14 @@ run_route(const Route *route, const char *id_segment, const LnMap *query, const 
 	return answer;
 }
 
+/* The spec's GET routes: the three listings. */
+static bool
+is_listing(const Route *route)
+{
+	return route->op == &ln_op_list_namespaces || route->op == &ln_op_list_tables ||
+		   route->op == &ln_op_list_all_tables;
+}
+
 static RestAnswer
 dispatch(const char *method, const char *path, const char *query_text, const char *body,
 		 const LnMap *headers)
@@ -375,11 +383,16 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 
 		if (!match_route(route->pattern, clean_path, &id_segment))
 			continue;
-		if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+		/*
+		 * The spec's GET routes are the three listings; every other route is
+		 * POST.  A change never answers GET, which a web page could send to
+		 * a local gateway without the user knowing.
+		 */
+		if (strcmp(method, "POST") != 0 && !(strcmp(method, "GET") == 0 && is_listing(route)))
 		{
 			RestAnswer answer = error_answer(
-				LN_UNSUPPORTED,
-				psprintf("method %s is not allowed on %s; use POST or GET", method, clean_path));
+				LN_UNSUPPORTED, psprintf("method %s is not allowed on %s (the spec's method is %s)",
+										 method, clean_path, is_listing(route) ? "GET" : "POST"));
 
 			answer.status = 405;
 			return answer;

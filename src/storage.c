@@ -51,6 +51,9 @@ typedef struct FileUndo
 
 static FileUndo *undo_list = NULL;
 
+static void raise_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
+static void check_real_parent(const char *path);
+
 static FileUndo *
 new_undo(void)
 {
@@ -91,6 +94,7 @@ set_aside(const char *path)
 	char *trash;
 	FileUndo *undo;
 
+	check_real_parent(path);
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
 		nonce = (uint32)MyProcPid;
 	trash = psprintf("%s.deleted-%d-%08x", path, MyProcPid, nonce);
@@ -163,10 +167,22 @@ uri_path_decode(const char *s)
 	return out;
 }
 
+/* True if some component of `path` is "..". */
+static bool
+path_climbs(const char *path)
+{
+	for (const char *c = path; *c; c++)
+		if (c[0] == '.' && c[1] == '.' && (c == path || c[-1] == '/') &&
+			(c[2] == '/' || c[2] == '\0'))
+			return true;
+	return false;
+}
+
 /*
- * The absolute file system path a location names, or NULL if it names none
- * we can use: an object store URI, a relative path, or a path with ".".
- * A file:// URI is percent-decoded, as Lance decodes it.
+ * The absolute file system path a location names, canonical ("//" and "."
+ * collapsed, no trailing slash), or NULL if it names none we can use: an
+ * object store URI, a relative path, or a path with "..".  A file:// URI is
+ * percent-decoded, as Lance decodes it.
  */
 static char *
 location_local_path(const char *location)
@@ -179,13 +195,38 @@ location_local_path(const char *location)
 		if (location == NULL)
 			return NULL;
 	}
-	if (location[0] != '/' || !path_is_plain(location))
+	if (location[0] != '/' || path_climbs(location))
 		return NULL;
 	path = pstrdup(location);
-	/* drop trailing slashes: "/a/t/" names the same folder as "/a/t" */
-	for (size_t len = strlen(path); len > 1 && path[len - 1] == '/'; len--)
-		path[len - 1] = '\0';
+	canonicalize_path(path);
 	return path;
+}
+
+/*
+ * Refuse to act at `path` when a symbolic link stands anywhere on the way to
+ * the folder it is in: a link inside a table's folder (tree, _refs,
+ * _versions) would make the server write, move or delete files elsewhere.
+ */
+static void
+check_real_parent(const char *path)
+{
+	char *parent = pstrdup(path);
+	char resolved[PATH_MAX];
+
+	*strrchr(parent, '/') = '\0';
+	if (parent[0] == '\0')
+		return;
+	if (realpath(parent, resolved) == NULL)
+	{
+		if (errno == ENOENT)
+			return; /* nothing there yet: whatever is made there is made by us */
+		raise_io_error("resolve", parent, errno);
+	}
+	if (strcmp(resolved, parent) != 0)
+		ln_error(LN_INVALID_INPUT,
+				 "\"%s\" has a symbolic link on its path; the catalog does not follow links in "
+				 "table folders",
+				 parent);
 }
 
 /* The canonical local path of a location, or NULL if it names no local folder. */
@@ -231,8 +272,9 @@ storage_is_managed(const char *location)
 		char *root = (char *)lfirst(lc);
 		size_t len = strlen(root);
 
-		while (len > 1 && root[len - 1] == '/')
+		while (len > 0 && root[len - 1] == '/')
 			len--;
+		/* strictly below the root ("/" itself is the root of everything) */
 		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
 		{
 			managed = true;
@@ -279,6 +321,7 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 			LN_INVALID_INPUT, psprintf("The table's manifests live in %s.", versions_dir),
 			"manifest_path \"%s\" is not a file in the table's _versions folder", manifest_path);
 
+	check_real_parent(psprintf("%s/x", versions_dir));
 	if (lstat(versions_dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		ln_error(LN_INVALID_INPUT, "the table's _versions folder \"%s\" is not a folder",
 				 versions_dir);
@@ -364,7 +407,8 @@ flush_folder(const char *file)
 	char *dir = pstrdup(file);
 
 	*strrchr(dir, '/') = '\0';
-	fsync_fname(dir, true);
+	/* ERROR, not the PANIC fsync_fname would raise: these are the user's folders */
+	(void)fsync_fname_ext(dir, true, false, ERROR);
 }
 
 /*
@@ -398,8 +442,8 @@ storage_materialize_manifest(const ManifestCopy *copy)
 			if (errno != EEXIST || rename(temp, copy->final_file) != 0)
 				raise_io_error("create manifest", copy->final_file, errno);
 		}
-		else if (unlink(temp) != 0)
-			raise_io_error("remove", temp, errno);
+		/* the staging file has served once the version commits */
+		undo_created(copy->final_file, copy->staging_file);
 	}
 	PG_CATCH();
 	{
@@ -407,9 +451,8 @@ storage_materialize_manifest(const ManifestCopy *copy)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	(void)unlink(temp);
 	flush_folder(copy->final_file);
-	/* the staging file has served once the version commits */
-	undo_created(copy->final_file, copy->staging_file);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
@@ -612,6 +655,7 @@ storage_read_ref(const char *location, const char *kind, const char *name)
 static void
 make_folder(const char *path)
 {
+	check_real_parent(path);
 	if (mkdir(path, 0755) == 0)
 	{
 		if (chmod(path, 0755) != 0)
@@ -666,6 +710,7 @@ storage_write_ref(const char *location, const char *kind, const char *name, cons
 	if (!create && lstat(path, &st) != 0)
 		return false;
 
+	check_real_parent(path);
 	temp = write_temp(path, content);
 	if (create)
 	{
@@ -686,10 +731,15 @@ storage_write_ref(const char *location, const char *kind, const char *name, cons
 			return false;
 		}
 		if (rename(temp, path) != 0)
-			raise_io_error("replace", path, errno);
+		{
+			int err = errno;
+
+			unlink(temp);
+			raise_io_error("replace", path, err);
+		}
 	}
-	flush_folder(path);
 	undo_created(path, NULL);
+	flush_folder(path);
 	return true;
 }
 

@@ -1,0 +1,49 @@
+--
+-- lance_rest(): the REST binding as one function, what a gateway calls.
+--
+SET lance_namespace.local_roots = '';
+
+-- A namespace through the path's id; the answer is the operation's response.
+SELECT status, response_headers, response_body::jsonb - 'transaction_id' AS body
+  FROM lance_rest('POST', '/v1/namespace/rs/create', 'delimiter=%24', '{"id": ["rs"]}', '{"x-api-key": "k1"}');
+-- The bare delimiter is the root; listings are GETs with the query merged in.
+SELECT status, response_body::jsonb -> 'namespaces' ? 'rs' AS lists_rs
+  FROM lance_rest('GET', '/v1/namespace/%24/list', 'delimiter=%24&limit=1000', NULL, NULL);
+-- '+' in a path id is a space (the official client sends a '+' as %2B).
+SELECT status, response_body::jsonb - 'transaction_id' AS body
+  FROM lance_rest('POST', '/v1/namespace/rs%24a+b/create', 'delimiter=%24', '{"id": ["rs", "a b"]}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24a+b/exists', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24a%2Bb/exists', NULL, NULL, NULL);
+-- Another delimiter, a trailing slash, a body of null.
+SELECT status, response_body::jsonb - 'transaction_id' AS body
+  FROM lance_rest('POST', '/v1/table/rs.t/register/', 'delimiter=.', '{"location": "s3://bucket/rs/t"}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/version/list', 'delimiter=%24&descending=true&limit=1', 'null', NULL);
+-- Exists: 204 without a body; missing: 404 with the code.
+SELECT status, response_headers, response_body FROM lance_rest('POST', '/v1/table/rs%24t/exists', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24nope/exists', NULL, NULL, NULL);
+-- Query parameters of the wrong type, a body that is not JSON or not an object, an id that differs.
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', 'with_table_uri=maybe', NULL, NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '{bad', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '[1]', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '{"id": ["rs", "u"]}', NULL);
+-- Statuses by code: 409 for a duplicate, 404 for missing, 406 for the data plane, 404 for no route.
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs/create', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/insert', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/restore', NULL, '{"version": 1}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/nothing/here', NULL, NULL, NULL);
+-- Only the three listings answer GET: a change is never made by a GET (405).
+SELECT status, response_body FROM lance_rest('GET', '/v1/table/rs%24t/drop', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('DELETE', '/v1/table', NULL, NULL, NULL);
+SELECT status FROM lance_rest('GET', '/v1/table', 'delimiter=%24', NULL, NULL);
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs/table/list', NULL, NULL, NULL);
+-- The table survived the refused GET.
+SELECT status FROM lance_rest('POST', '/v1/table/rs%24t/exists', NULL, NULL, NULL);
+-- A failed request changes nothing, even in autocommit: a batch whose second operation fails.
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/batch-commit', NULL,
+  '{"operations": [{"declare_table": {"id": ["rs", "new"], "location": "s3://bucket/rs/new"}}, {"deregister_table": {"id": ["rs", "missing"]}}]}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24new/exists', NULL, NULL, NULL);
+-- Headers: x-api-key and Authorization fill identity; others become context "header.<name>".
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, '{"X-Trace-Id": "t-1", "Authorization": "Bearer tok"}');
+SELECT operation, context FROM lance_catalog.change WHERE objects = '{rs$h}';
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
+RESET lance_namespace.local_roots;
