@@ -28,7 +28,7 @@ PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
 REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest
 REGRESS_OPTS = --load-extension=$(EXTENSION)
-ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits
+ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register
 ISOLATION_OPTS = --load-extension=$(EXTENSION)
 
 SHLIB_LINK += -ljson-c

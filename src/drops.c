@@ -45,6 +45,9 @@ lance_process_drops(PG_FUNCTION_ARGS)
 		properties.values[0] = locations[i];
 
 		/* a table at, in or around the folder since the drop owns that data now */
+		/* wait for (and then see) a registration of the folder in flight */
+		if (path != NULL)
+			storage_lock_folder(path, true);
 		if (path == NULL)
 			reason = pstrdup("the drop names no local folder");
 		else if (catalog_location_in_use(path))

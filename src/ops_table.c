@@ -136,6 +136,7 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	if (!storage_is_managed(location))
 		return;
 	path = storage_local_path(location);
+	storage_lock_folder(path, false);
 	if (catalog_location_taken(path, except_id))
 		ln_error(LN_INVALID_INPUT, "location \"%s\" of table \"%s\" is another table's folder",
 				 location, ln_id_string(&req->id, req->id.len));

@@ -26,6 +26,8 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/fd.h"
+#include "storage/lock.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
@@ -811,4 +813,20 @@ storage_delete_branch_data(const char *location, const char *branch, bool has_ch
 {
 	if (!has_children)
 		(void)set_aside(psprintf("%s/tree/%s", table_folder(location), branch));
+}
+
+/*
+ * Serialize the removal of a dropped table's folder with registrations of
+ * the same folder: lance_process_drops() takes it exclusively, Declare and
+ * RegisterTable shared, each until its transaction ends, so a table
+ * registered at a folder is never removed under it by a concurrent drop.
+ */
+void
+storage_lock_folder(const char *path, bool exclusive)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0x4C4E4446 /* "LNDF" */,
+						 hash_bytes((const unsigned char *)path, strlen(path)), 2);
+	(void)LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }
