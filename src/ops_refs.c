@@ -360,6 +360,9 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
 	check_ref_name(req->name, "name", true);
 	get_local_table(req, true, &table);
+	/* wait for the version calls in flight on the branch, and keep new ones out */
+	storage_lock_folder(psprintf("%s/tree/%s", storage_local_path(table.location), req->name),
+						true);
 	if (storage_read_ref(table.location, "branches", req->name) == NULL)
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
 				 req->name, ln_id_string(&req->id, req->id.len));

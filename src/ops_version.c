@@ -50,6 +50,10 @@ branch_key(const LnRequest *req, const char *location)
 {
 	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
 		return "";
+	/* a branch being deleted waits for the calls that use it, and they for it */
+	if (storage_is_managed(location))
+		storage_lock_folder(psprintf("%s/tree/%s", storage_local_path(location), req->branch),
+							false);
 	if (!storage_is_managed(location) || !storage_branch_exists(location, req->branch))
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
 				 req->branch, ln_id_string(&req->id, req->id.len));
