@@ -102,3 +102,33 @@ ln_error_code_of_sqlstate(int sqlerrcode)
 		return LN_SERVICE_UNAVAILABLE;
 	return LN_INTERNAL;
 }
+
+/* True if sqlerrcode is a Lance error (SQLSTATE class LN). */
+bool
+ln_is_lance_error(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == MAKE_SQLSTATE('L', 'N', '0', '0', '0');
+}
+
+/*
+ * The Lance error that stands for a PostgreSQL error (not itself a Lance
+ * error): its code, a message a person can act on, and the PostgreSQL error
+ * as the detail.  An internal error is logged, not swallowed.
+ */
+void
+ln_translate_error(const ErrorData *edata, int *code, char **message, char **detail)
+{
+	*code = ln_error_code_of_sqlstate(edata->sqlerrcode);
+	if (*code == LN_INTERNAL)
+		ereport(LOG, (errmsg_internal("lance_namespace: internal error: %s", edata->message)));
+	if (*code == LN_CONCURRENT_MODIFICATION)
+	{
+		*message = "the catalog was changed by a concurrent transaction; retry the request";
+		*detail = psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode), edata->message);
+	}
+	else
+	{
+		*message = edata->message;
+		*detail = psprintf("SQLSTATE %s", unpack_sql_state(edata->sqlerrcode));
+	}
+}

@@ -48,5 +48,7 @@ extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fm
 
 extern void ln_error_set_element(const char *element);
 extern int ln_error_code_of_sqlstate(int sqlerrcode);
+extern bool ln_is_lance_error(int sqlerrcode);
+extern void ln_translate_error(const ErrorData *edata, int *code, char **message, char **detail);
 
 #endif /* LN_ERROR_H */

@@ -84,23 +84,17 @@ raise_as_lance_error(MemoryContext cxt)
 {
 	ErrorData *edata;
 	int code;
+	char *message;
+	char *detail;
 
 	MemoryContextSwitchTo(cxt);
 	edata = CopyErrorData();
-	code = ln_error_code_of_sqlstate(edata->sqlerrcode);
-	if (edata->elevel > ERROR ||
-		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == MAKE_SQLSTATE('L', 'N', '0', '0', '0'))
+	if (edata->elevel > ERROR || ln_is_lance_error(edata->sqlerrcode))
 		PG_RE_THROW();
 
 	FlushErrorState();
-	if (code == LN_INTERNAL)
-		ereport(LOG, (errmsg_internal("lance_namespace: internal error: %s", edata->message)));
-	if (code == LN_CONCURRENT_MODIFICATION)
-		ln_error_detail(
-			code, psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode), edata->message),
-			"the catalog was changed by a concurrent transaction; retry the request");
-	ln_error_detail(code, psprintf("SQLSTATE %s", unpack_sql_state(edata->sqlerrcode)), "%s",
-					edata->message);
+	ln_translate_error(edata, &code, &message, &detail);
+	ln_error_detail(code, detail, "%s", message);
 }
 
 /*

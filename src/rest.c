@@ -335,20 +335,16 @@ run_route(const Route *route, const char *id_segment, const LnMap *query, const 
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 
-		code = ln_error_code_of_sqlstate(edata->sqlerrcode);
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == MAKE_SQLSTATE('L', 'N', '0', '0', '0') &&
-			edata->detail != NULL)
-			answer = (RestAnswer){status_of_code(code), pstrdup(edata->detail)};
+		if (ln_is_lance_error(edata->sqlerrcode) && edata->detail != NULL)
+			answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
+								  pstrdup(edata->detail)};
 		else
 		{
-			if (code == LN_INTERNAL)
-				ereport(LOG, (errmsg("lance_namespace: internal error answering %s: %s",
-									 route->pattern, edata->message)));
-			answer = error_answer(
-				code, code == LN_CONCURRENT_MODIFICATION
-						  ? "the catalog was changed by a concurrent transaction; retry "
-							"the request"
-						  : edata->message);
+			char *message;
+			char *detail;
+
+			ln_translate_error(edata, &code, &message, &detail);
+			answer = error_answer(code, message);
 		}
 		FreeErrorData(edata);
 	}
@@ -452,7 +448,7 @@ lance_rest(PG_FUNCTION_ARGS)
 
 		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != MAKE_SQLSTATE('L', 'N', '0', '0', '0'))
+		if (!ln_is_lance_error(edata->sqlerrcode))
 			PG_RE_THROW();
 		FlushErrorState();
 		answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
