@@ -143,9 +143,15 @@ install_node() {
 
 run_node_tests() {
 	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port rc=0 p f
+	local tests="$TMP_DIR/node"
 	install_node
+	# The tests run as postgres, which may not be able to read the clone
+	# (a root-owned mktemp -d or /root is mode 700): run a copy from the
+	# test folder, which postgres owns.
+	mkdir "$tests"
+	cp -R "$ROOT"/test/node/*.mjs "$ROOT"/test/node/package*.json "$tests"/
 	say "installing the Node test dependencies (npm ci)"
-	(cd "$ROOT/test/node" && npm ci --no-audit --no-fund)
+	(cd "$tests" && npm ci --no-audit --no-fund)
 
 	make_postgres_dir "$root" 755
 	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
@@ -161,7 +167,7 @@ SQL
 	say "running Node tests"
 	as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
 		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
-		node --test --test-reporter=tap --test-concurrency=1 "$ROOT"/test/node/*.test.mjs \
+		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
 	p="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
 	f="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
