@@ -246,7 +246,12 @@ start_gateway() {
 	multiarch="$(gcc -print-multiarch)"
 	make_postgres_dir "$prefix" 755
 	make_postgres_dir "$prefix/tmp" 700
-	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$ROOT/gateway|g" \
+	# nginx runs as postgres, which may not be able to read the clone (in
+	# /root or a mode-700 folder): it loads a copy of the Lua code from the
+	# prefix, refreshed on every start or reload.
+	make_postgres_dir "$prefix/lua" 755
+	install -m 644 "$ROOT"/gateway/*.lua "$prefix/lua/"
+	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
 		-e "s|@DB@|$db|g" -e "s|@USER@|postgres|g" -e "s|@PGHOST@|$pghost|g" \
 		-e "s|@PGPORT@|$pgport|g" "$ROOT/gateway/nginx.conf.in" |

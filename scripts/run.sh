@@ -48,6 +48,10 @@ ensure_cluster() {
 		# by postgres to reach pgdata/, run/ and tables/.
 		mkdir -p "$LN_DATA"
 		chmod 755 "$LN_DATA"
+		# A folder above it that postgres cannot enter (a clone in /root)
+		# would make initdb fail with a bare "Permission denied".
+		as_postgres test -x "$LN_DATA" ||
+			die "the postgres user cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach, e.g. LN_DATA=/var/lib/lance_namespace"
 		init_cluster "$PGDATA_DIR" run
 	fi
 }
