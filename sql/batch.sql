@@ -13,49 +13,7 @@
 SET lance_namespace.root = '';
 SET lance_namespace.local_roots = '';
 
-CREATE FUNCTION pg_temp.show(j jsonb) RETURNS jsonb
-LANGUAGE plpgsql AS $$
-DECLARE
-    k text;
-    v jsonb;
-    result jsonb;
-    now_ms numeric := extract(epoch FROM clock_timestamp()) * 1000;
-BEGIN
-    CASE jsonb_typeof(j)
-    WHEN 'object' THEN
-        result := '{}';
-        FOR k, v IN SELECT * FROM jsonb_each(j) LOOP
-            IF k = 'timestamp_millis' THEN
-                IF jsonb_typeof(v) = 'number'
-                   AND v::numeric = trunc(v::numeric)
-                   AND abs(v::numeric - now_ms) < 3600 * 1000 THEN
-                    v := '"recent"';
-                ELSE
-                    v := to_jsonb('IMPLAUSIBLE ' || v::text);
-                END IF;
-            ELSIF k = 'transaction_id' THEN
-                -- a fresh UUID per call: shown as "uuid" once its form is checked
-                IF v::text ~ '^"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$' THEN
-                    v := '"uuid"';
-                ELSE
-                    v := to_jsonb('IMPLAUSIBLE ' || v::text);
-                END IF;
-            ELSE
-                v := pg_temp.show(v);
-            END IF;
-            result := result || jsonb_build_object(k, v);
-        END LOOP;
-        RETURN result;
-    WHEN 'array' THEN
-        SELECT coalesce(jsonb_agg(pg_temp.show(e) ORDER BY n), '[]')
-          INTO result
-          FROM jsonb_array_elements(j) WITH ORDINALITY AS a(e, n);
-        RETURN result;
-    ELSE
-        RETURN j;
-    END CASE;
-END
-$$;
+\i test/sql/show.sql
 
 -- The version numbers of a table, ascending.
 CREATE FUNCTION pg_temp.versions(id jsonb) RETURNS jsonb
