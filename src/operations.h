@@ -58,6 +58,7 @@ extern void versions_get(const LnRequest *req, const CatalogObject *table, LnTab
 extern int refs_tags_on_versions(const LnRequest *req, const CatalogObject *table,
 								 const char *branch, int64 first, int64 last, char **one);
 extern void refs_get_tag(const LnRequest *req, const CatalogObject *table, LnRefContents *tag);
+extern bool ln_is_main_branch(const char *branch);
 extern const char *branch_key(const LnRequest *req, const char *location);
 extern int ln_compare_ids(const LnId *a, const LnId *b);
 

@@ -189,8 +189,7 @@ write_tag(const LnRequest *req, bool create)
 	CatalogObject table;
 	LnRefContents tag;
 	LnRefContents old;
-	const char *branch =
-		(req->branch && req->branch[0] && strcmp(req->branch, "main") != 0) ? req->branch : NULL;
+	const char *branch = ln_is_main_branch(req->branch) ? NULL : req->branch;
 
 	if (req->tag == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"tag\" is required");
@@ -279,7 +278,7 @@ create_table_branch(const LnRequest *req, LnResponse *resp)
 
 	memset(&branch, 0, sizeof(branch));
 	source.branch = req->from_branch;
-	if (source.branch != NULL && source.branch[0] != '\0' && strcmp(source.branch, "main") != 0)
+	if (!ln_is_main_branch(source.branch))
 	{
 		LnRefContents parent;
 

@@ -38,6 +38,13 @@ typedef struct VersionEntry
 	bool managed;
 } VersionEntry;
 
+/* Whether a request's branch field names main: absent, "" or "main". */
+bool
+ln_is_main_branch(const char *branch)
+{
+	return branch == NULL || branch[0] == '\0' || strcmp(branch, "main") == 0;
+}
+
 /*
  * The catalog's key for the branch a request names in `branch`, of the table
  * at `location`: absent, "" and "main" are main (""); a named branch exists
@@ -48,7 +55,7 @@ typedef struct VersionEntry
 const char *
 branch_key(const LnRequest *req, const char *location)
 {
-	if (req->branch == NULL || req->branch[0] == '\0' || strcmp(req->branch, "main") == 0)
+	if (ln_is_main_branch(req->branch))
 		return "";
 	/* a branch being deleted waits for the calls that use it, and they for it */
 	if (storage_is_managed(location))
