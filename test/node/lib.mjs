@@ -216,3 +216,6 @@ export async function removeNamespace(name) {
 }
 
 export const range = (n, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
+// n rows {id, name: "row-<id>"} with ids from `from` on: the tests' table contents.
+export const itemRows = (from, n) => range(n, from).map((i) => ({ id: i, name: `row-${i}` }));

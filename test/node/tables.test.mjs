@@ -11,13 +11,11 @@ import {
   env,
   fails,
   http,
+  itemRows as rows,
   removeNamespace,
   tableRoute,
   uniqueName,
 } from "./lib.mjs";
-
-const rows = (from, n) =>
-  Array.from({ length: n }, (_, i) => ({ id: from + i, name: `row-${from + i}` }));
 
 async function ids(table) {
   return (await table.query().toArray()).map((r) => Number(r.id)).sort((a, b) => a - b);

@@ -15,15 +15,13 @@ import {
   describeTable,
   fails,
   http,
+  itemRows as rows,
   localPath,
   ok,
-  range,
   removeNamespace,
   tableRoute,
   uniqueName,
 } from "./lib.mjs";
-
-const rows = (from, n) => range(n, from).map((i) => ({ id: i, name: `row-${i}` }));
 
 describe("tags", { timeout: 180_000 }, () => {
   const ns = uniqueName("e2e_tags");
