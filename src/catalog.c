@@ -322,6 +322,7 @@ catalog_end(void)
 static int
 execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 {
+	MemoryContext caller_cxt = CurrentMemoryContext;
 	int rc;
 
 	if (plans[stmt] == NULL)
@@ -342,6 +343,14 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 		plans[stmt] = plan;
 	}
 	rc = SPI_execute_plan(plans[stmt], values, nulls, false, limit);
+
+	/*
+	 * SPI leaves CurrentMemoryContext on its procedure context, which
+	 * SPI_finish deletes.  The catalog layer never changes the caller's
+	 * context: whatever the caller allocates after a statement must outlive
+	 * catalog_end(), since it may be part of the operation's response.
+	 */
+	MemoryContextSwitchTo(caller_cxt);
 	if (rc < 0)
 		elog(ERROR, "catalog statement %d failed: %s", stmt, SPI_result_code_string(rc));
 	return rc;
