@@ -1,32 +1,37 @@
 # lance_namespace: a Lance Namespace catalog inside PostgreSQL.
 EXTENSION = lance_namespace
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 
 MODULE_big = lance_namespace
 OBJS = \
 	src/lance_namespace.o \
-	src/error.o \
-	src/json_edge.o \
-	src/request.o \
-	src/catalog.o \
-	src/location.o \
-	src/objects.o \
-	src/storage.o \
+	src/sql_api.o \
+	src/rest.o \
+	src/drops.o \
+	src/frame.o \
+	src/registry.o \
 	src/ops_namespace.o \
 	src/ops_table.o \
 	src/ops_version.o \
 	src/ops_batch.o \
-	src/rest.o \
-	src/changes.o \
+	src/ops_refs.o \
 	src/ops_transaction.o \
-	src/drops.o \
-	src/ops_unsupported.o \
-	src/ops_refs.o
+	src/versions.o \
+	src/refs.o \
+	src/objects.o \
+	src/changes.o \
+	src/json_edge.o \
+	src/request.o \
+	src/catalog.o \
+	src/storage.o \
+	src/location.o \
+	src/error.o
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
+# One install script per release, and upgrade scripts from 0.1.0 on.
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest
+REGRESS = registry namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register
 ISOLATION_OPTS = --load-extension=$(EXTENSION)
@@ -43,7 +48,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h) src/operations.def
 
 # Format the C sources with the committed .clang-format.
 .PHONY: format

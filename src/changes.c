@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/guc.h"
 #include "utils/resowner.h"
 
 #include "catalog.h"
@@ -50,7 +51,18 @@ static ChangeState change;
 /* The local transaction whose first entry is locked already. */
 static LocalTransactionId locked_lxid = InvalidLocalTransactionId;
 
-bool ln_notify_changes = true;
+/* lance_namespace.notify: announce each committed change. */
+static bool notify_changes = true;
+
+void
+changes_init(void)
+{
+	DefineCustomBoolVariable("lance_namespace.notify",
+							 "Announce each committed change with NOTIFY lance_namespace_changes.",
+							 "PostgreSQL serializes the commits of transactions that notify; turn "
+							 "it off when nobody listens and commit throughput matters.",
+							 &notify_changes, true, PGC_SUSET, 0, NULL, NULL, NULL);
+}
 
 void
 changes_begin(void)
@@ -199,7 +211,7 @@ changes_record(const char *operation, const LnMap *context)
 	}
 	PG_END_TRY();
 
-	if (ln_notify_changes)
+	if (notify_changes)
 		Async_Notify(CHANGE_CHANNEL,
 					 json_change_notification(operation, change.nobjects, change.objects));
 	return transaction_id;

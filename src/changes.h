@@ -7,6 +7,7 @@
 
 #include "lance_namespace.h"
 
+extern void changes_init(void);
 extern void changes_begin(void);
 extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version);
 extern void changes_queue_drop(const char *location);

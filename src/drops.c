@@ -15,6 +15,7 @@
 
 #include "catalog.h"
 #include "error.h"
+#include "location.h"
 #include "storage.h"
 
 /* How many queued drops one call works through at most. */
@@ -30,7 +31,7 @@ lance_process_drops(PG_FUNCTION_ARGS)
 
 	PreventInTransactionBlock(true, "lance_process_drops()");
 	/* without roots every drop would look out of bounds, and fail for good */
-	if (ln_local_roots == NULL || ln_local_roots[0] == '\0')
+	if (!storage_has_local_roots())
 		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
 								   "as where the tables were dropped");
 	catalog_begin();
@@ -38,7 +39,7 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		LnMap properties = {2, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
-		char *path = locations[i] ? storage_local_path(locations[i]) : NULL;
+		char *path = locations[i] ? location_local_path(locations[i]) : NULL;
 		char *reason;
 
 		properties.keys[0] = "location";

@@ -5,9 +5,9 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "utils/json.h"
 
 #include "error.h"
-#include "json_edge.h"
 
 static void ln_raise(LnErrorCode code, const char *detail, const char *message)
 	pg_attribute_noreturn();
@@ -52,6 +52,28 @@ ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
 	ln_raise(code, detail, message.data);
 }
 
+/*
+ * The spec's ErrorResponse, {"code": N, "error": "...", "detail": "..."}, as
+ * JSON text: the one place that builds it, for the DETAIL of every Lance
+ * error and for the REST answers that are not raised.
+ */
+char *
+ln_error_body(int code, const char *message, const char *detail)
+{
+	StringInfoData body;
+
+	initStringInfo(&body);
+	appendStringInfo(&body, "{\"code\":%d,\"error\":", code);
+	escape_json(&body, message);
+	if (detail != NULL)
+	{
+		appendStringInfoString(&body, ",\"detail\":");
+		escape_json(&body, detail);
+	}
+	appendStringInfoChar(&body, '}');
+	return body.data;
+}
+
 static void
 ln_raise(LnErrorCode code, const char *detail, const char *message)
 {
@@ -61,7 +83,7 @@ ln_raise(LnErrorCode code, const char *detail, const char *message)
 	if (error_element != NULL)
 		message = psprintf("%s: %s", error_element, message);
 	error_element = NULL;
-	body = json_error_body(code, message, detail);
+	body = ln_error_body(code, message, detail);
 
 	ereport(ERROR, (errcode(LN_SQLSTATE(code)), errmsg_internal("%s", message),
 					errdetail_internal("%s", body)));

@@ -46,6 +46,7 @@ extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fm
 	pg_attribute_printf(3, 4) pg_attribute_noreturn();
 #define ln_error(code, ...) ln_error_detail((code), NULL, __VA_ARGS__)
 
+extern char *ln_error_body(int code, const char *message, const char *detail);
 extern void ln_error_set_element(const char *element);
 extern int ln_error_code_of_sqlstate(int sqlerrcode);
 extern bool ln_is_lance_error(int sqlerrcode);

@@ -1023,16 +1023,3 @@ json_change_notification(const char *operation, int nobjects, char **objects)
 	json_object_object_add(obj, "operation", json_object_new_string(operation));
 	return tree_to_text(obj);
 }
-
-/* The spec's ErrorResponse, {"code": N, "error": "..."}, as JSON text. */
-char *
-json_error_body(int code, const char *message, const char *detail)
-{
-	json_object *obj = json_object_new_object();
-
-	json_object_object_add(obj, "code", json_object_new_int(code));
-	json_object_object_add(obj, "error", json_object_new_string(message));
-	if (detail != NULL)
-		json_object_object_add(obj, "detail", json_object_new_string(detail));
-	return tree_to_text(obj);
-}

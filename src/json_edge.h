@@ -20,6 +20,5 @@ extern Jsonb *json_encode_map(const LnMap *map);
 extern char *json_ref_file(const LnRefContents *contents, bool branch);
 extern bool json_parse_ref_file(const char *text, bool branch, LnRefContents *out);
 extern char *json_change_notification(const char *operation, int nobjects, char **objects);
-extern char *json_error_body(int code, const char *message, const char *detail);
 
 #endif /* LN_JSON_EDGE_H */

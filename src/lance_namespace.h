@@ -2,10 +2,12 @@
  * lance_namespace.h
  *		Types shared by the layers of the lance_namespace extension.
  *
- * A request flows one way: the JSON edge (json_edge.c) decodes the jsonb
- * request into an LnRequest, an operation (ops_*.c) checks it and acts on
- * the catalog (catalog.c) and the storage helpers (location.c), and fills an
- * LnResponse, which the JSON edge encodes.  Only json_edge.c knows JSON.
+ * A request flows one way: the frame (frame.c) has the JSON edge
+ * (json_edge.c) decode the jsonb request into an LnRequest, the handler the
+ * operation registry (operations.def) names checks it and acts through the
+ * shared modules on the catalog (catalog.c) and storage (storage.c), and
+ * fills an LnResponse, which the JSON edge encodes.  Only json_edge.c knows
+ * the request and response JSON.
  */
 #ifndef LANCE_NAMESPACE_H
 #define LANCE_NAMESPACE_H
@@ -98,6 +100,7 @@ typedef enum LnCommitKind
 } LnCommitKind;
 
 typedef struct LnCommitOperation LnCommitOperation;
+typedef struct LnResponse LnResponse;
 
 /* One AlterTransaction action: exactly one of its three kinds. */
 typedef enum LnActionKind
@@ -163,6 +166,7 @@ struct LnCommitOperation
 {
 	LnCommitKind kind;
 	LnRequest request;
+	void (*handler)(const LnRequest *req, LnResponse *resp); /* set by the frame */
 };
 
 /*
@@ -221,7 +225,7 @@ typedef struct LnTableVersion
 
 typedef struct LnCommitResult LnCommitResult;
 
-typedef struct LnResponse
+struct LnResponse
 {
 	uint32 fields; /* LN_RESP_* bits of the members to send */
 	LnMap properties;
@@ -250,7 +254,7 @@ typedef struct LnResponse
 	char *status;
 	int nresults;
 	LnCommitResult *results;
-} LnResponse;
+};
 
 struct LnCommitResult
 {
@@ -259,23 +263,5 @@ struct LnCommitResult
 };
 
 typedef void (*LnOperation)(const LnRequest *req, LnResponse *resp);
-
-/* An operation of the spec, as the SQL functions and the REST routes call it. */
-typedef struct LnOperationDef
-{
-	const char *operation_id; /* the spec's operationId */
-	LnOperation run;
-	uint32 known_fields;  /* LN_REQ_* bits of the request members it reads */
-	bool transaction_ids; /* answers transaction_id as an array (DropNamespace) */
-} LnOperationDef;
-
-/* request.c: the frame every operation runs in */
-extern Datum ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op);
-extern void ln_execute(const LnOperationDef *op, const LnRequest *req, LnResponse *resp);
-
-/* lance_namespace.c: settings */
-extern char *ln_root_location;
-extern char *ln_local_roots;
-extern bool ln_notify_changes;
 
 #endif /* LANCE_NAMESPACE_H */

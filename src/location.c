@@ -1,13 +1,40 @@
 /*
  * location.c
- *		Derive table locations and turn them into URIs.
+ *		Locations, paths and URIs: derive a new table's location, encode and
+ *		decode percent escapes, and resolve a location to the canonical
+ *		local path it names.  Every other module calls these rather than
+ *		spelling out its own encoding.
  */
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
 
 #include "error.h"
 #include "location.h"
+
+/* lance_namespace.root: where tables go when no namespace on their path has a location. */
+static char *root_location = NULL;
+
+void
+location_init(void)
+{
+	/* Superuser only: it decides where every writer puts table data. */
+	DefineCustomStringVariable("lance_namespace.root",
+							   "Root location for tables declared without a location.",
+							   "A local path or object store URI; a table's folder goes below "
+							   "it, one folder per namespace.",
+							   &root_location, "", PGC_SUSET, 0, NULL, NULL, NULL);
+}
+
+/* The root location, or NULL when none is set. */
+const char *
+location_root(void)
+{
+	return root_location != NULL && root_location[0] != '\0' ? root_location : NULL;
+}
 
 static bool
 is_safe_path_byte(unsigned char c)
@@ -95,4 +122,103 @@ location_to_uri(const char *location)
 			appendStringInfo(&buf, "%%%02X", *c);
 	}
 	return buf.data;
+}
+
+/*
+ * Decode %XX escapes in the first `len` bytes of `s`, and '+' as a space if
+ * plus_is_space (form encoding).  NULL if an escape decodes to a NUL byte,
+ * which no C string can hold.  Escapes may decode to any other byte: the
+ * caller checks the result's encoding where it becomes a name.
+ */
+char *
+location_percent_decode(const char *s, size_t len, bool plus_is_space)
+{
+	char *out = palloc(len + 1);
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		if (s[i] == '%' && i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
+			isxdigit((unsigned char)s[i + 2]))
+		{
+			char hex[3] = {s[i + 1], s[i + 2], '\0'};
+
+			out[n] = (char)strtol(hex, NULL, 16);
+			if (out[n++] == '\0')
+				return NULL;
+			i += 2;
+		}
+		else
+			out[n++] = plus_is_space && s[i] == '+' ? ' ' : s[i];
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* True if no component of `path` is "." or ".." or empty (a "//"). */
+bool
+location_path_is_plain(const char *path)
+{
+	const char *c = path;
+
+	while (*c == '/')
+		c++;
+	while (*c)
+	{
+		size_t len = strcspn(c, "/");
+
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += len;
+		if (*c == '/')
+			c++;
+	}
+	return true;
+}
+
+/* True if some component of `path` is "..". */
+static bool
+path_climbs(const char *path)
+{
+	for (const char *c = path; *c; c++)
+		if (c[0] == '.' && c[1] == '.' && (c == path || c[-1] == '/') &&
+			(c[2] == '/' || c[2] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * The absolute file system path a location names, canonical ("//" and "."
+ * collapsed, no trailing slash), or NULL if it names none we can use: an
+ * object store URI, a relative path, or a path with "..".  A file:// URI is
+ * percent-decoded, as Lance decodes it.
+ */
+char *
+location_local_path(const char *location)
+{
+	char *path;
+
+	if (strncmp(location, "file://", 7) == 0)
+	{
+		location = location_percent_decode(location + 7, strlen(location + 7), false);
+		if (location == NULL)
+			return NULL;
+	}
+	if (location[0] != '/' || path_climbs(location))
+		return NULL;
+	path = pstrdup(location);
+	canonicalize_path(path);
+	return path;
+}
+
+/* lance_catalog.local_path(location): for comparing local folders however spelled. */
+PG_FUNCTION_INFO_V1(lance_local_path);
+Datum
+lance_local_path(PG_FUNCTION_ARGS)
+{
+	char *path = location_local_path(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (path == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(path));
 }

@@ -5,10 +5,8 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-
 #include "error.h"
-#include "operations.h"
+#include "ops_batch.h"
 #include "request.h"
 
 static const char *const commit_kind_names[] = {
@@ -16,13 +14,6 @@ static const char *const commit_kind_names[] = {
 	[LN_COMMIT_CREATE_TABLE_VERSION] = "create_table_version",
 	[LN_COMMIT_DELETE_TABLE_VERSIONS] = "delete_table_versions",
 	[LN_COMMIT_DEREGISTER_TABLE] = "deregister_table",
-};
-
-static const LnOperationDef *const commit_kind_operations[] = {
-	[LN_COMMIT_DECLARE_TABLE] = &ln_op_declare_table,
-	[LN_COMMIT_CREATE_TABLE_VERSION] = &ln_op_create_table_version,
-	[LN_COMMIT_DELETE_TABLE_VERSIONS] = &ln_op_batch_delete_table_versions,
-	[LN_COMMIT_DEREGISTER_TABLE] = &ln_op_deregister_table,
 };
 
 static const LnCommitOperation *sorting_operations;
@@ -47,8 +38,8 @@ compare_operations(const void *a, const void *b)
 	return c != 0 ? c : x - y;
 }
 
-static void
-batch_commit_tables(const LnRequest *req, LnResponse *resp)
+void
+op_batch_commit_tables(const LnRequest *req, LnResponse *resp)
 {
 	int n = req->noperations;
 	int *order = palloc(sizeof(int) * (n + 1));
@@ -71,20 +62,7 @@ batch_commit_tables(const LnRequest *req, LnResponse *resp)
 
 		ln_error_set_element(psprintf("operations[%d].%s", i, commit_kind_names[op->kind]));
 		resp->results[i].kind = op->kind;
-		commit_kind_operations[op->kind]->run(&op->request, &resp->results[i].response);
+		op->handler(&op->request, &resp->results[i].response);
 	}
 	ln_error_set_element(NULL);
-}
-
-const LnOperationDef ln_op_batch_commit_tables = {
-	.operation_id = "BatchCommitTables",
-	.run = batch_commit_tables,
-	.known_fields = LN_REQ_OPERATIONS,
-};
-
-PG_FUNCTION_INFO_V1(lance_batch_commit_tables);
-Datum
-lance_batch_commit_tables(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_batch_commit_tables);
 }

@@ -5,12 +5,11 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
 #include "objects.h"
+#include "ops_namespace.h"
 #include "request.h"
 
 typedef enum CreateMode
@@ -48,8 +47,8 @@ static const LnEnumValue drop_behaviors[] = {
  * that of two concurrent creators exactly one creates; the other then finds
  * the winner's namespace and follows its mode.
  */
-static void
-create_namespace(const LnRequest *req, LnResponse *resp)
+void
+op_create_namespace(const LnRequest *req, LnResponse *resp)
 {
 	CreateMode mode = ln_parse_enum(req->mode, "mode", create_modes, CREATE_MODE_CREATE);
 	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
@@ -109,8 +108,8 @@ create_namespace(const LnRequest *req, LnResponse *resp)
 	}
 }
 
-static void
-list_namespaces(const LnRequest *req, LnResponse *resp)
+void
+op_list_namespaces(const LnRequest *req, LnResponse *resp)
 {
 	int limit = ln_page_limit(req);
 	const char *after = req->page_token ? req->page_token : "";
@@ -124,8 +123,8 @@ list_namespaces(const LnRequest *req, LnResponse *resp)
 	ln_cut_page(resp, limit);
 }
 
-static void
-describe_namespace(const LnRequest *req, LnResponse *resp)
+void
+op_describe_namespace(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject ns;
 
@@ -135,8 +134,8 @@ describe_namespace(const LnRequest *req, LnResponse *resp)
 	resp->properties = ns.properties;
 }
 
-static void
-namespace_exists(const LnRequest *req, LnResponse *resp)
+void
+op_namespace_exists(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject ns;
 
@@ -150,8 +149,8 @@ namespace_exists(const LnRequest *req, LnResponse *resp)
  * child holds a key lock on it, so the lock waits for that transaction and the
  * emptiness check then sees its child.
  */
-static void
-drop_namespace(const LnRequest *req, LnResponse *resp)
+void
+op_drop_namespace(const LnRequest *req, LnResponse *resp)
 {
 	DropMode mode = ln_parse_enum(req->mode, "mode", drop_modes, DROP_MODE_FAIL);
 	DropBehavior behavior = ln_parse_enum(req->behavior, "behavior", drop_behaviors, DROP_RESTRICT);
@@ -183,70 +182,4 @@ drop_namespace(const LnRequest *req, LnResponse *resp)
 
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = ns.properties;
-}
-
-const LnOperationDef ln_op_create_namespace = {
-	.operation_id = "CreateNamespace",
-	.run = create_namespace,
-	.known_fields = LN_REQ_ID | LN_REQ_MODE | LN_REQ_PROPERTIES,
-};
-
-PG_FUNCTION_INFO_V1(lance_create_namespace);
-Datum
-lance_create_namespace(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_create_namespace);
-}
-
-const LnOperationDef ln_op_list_namespaces = {
-	.operation_id = "ListNamespaces",
-	.run = list_namespaces,
-	.known_fields = LN_REQ_LIST,
-};
-
-PG_FUNCTION_INFO_V1(lance_list_namespaces);
-Datum
-lance_list_namespaces(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_list_namespaces);
-}
-
-const LnOperationDef ln_op_describe_namespace = {
-	.operation_id = "DescribeNamespace",
-	.run = describe_namespace,
-	.known_fields = LN_REQ_ID,
-};
-
-PG_FUNCTION_INFO_V1(lance_describe_namespace);
-Datum
-lance_describe_namespace(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_describe_namespace);
-}
-
-const LnOperationDef ln_op_drop_namespace = {
-	.operation_id = "DropNamespace",
-	.run = drop_namespace,
-	.known_fields = LN_REQ_ID | LN_REQ_MODE | LN_REQ_BEHAVIOR,
-	.transaction_ids = true,
-};
-
-PG_FUNCTION_INFO_V1(lance_drop_namespace);
-Datum
-lance_drop_namespace(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_drop_namespace);
-}
-
-const LnOperationDef ln_op_namespace_exists = {
-	.operation_id = "NamespaceExists",
-	.run = namespace_exists,
-	.known_fields = LN_REQ_ID,
-};
-
-PG_FUNCTION_INFO_V1(lance_namespace_exists);
-Datum
-lance_namespace_exists(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_namespace_exists);
 }

@@ -18,7 +18,6 @@
 
 #include <time.h>
 
-#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "pgtime.h"
 #include "utils/timestamp.h"
@@ -27,33 +26,13 @@
 #include "changes.h"
 #include "error.h"
 #include "json_edge.h"
+#include "location.h"
 #include "objects.h"
-#include "operations.h"
+#include "ops_refs.h"
+#include "refs.h"
 #include "request.h"
 #include "storage.h"
-
-/*
- * Lance's rules for branch names (and, without '/', tag names): segments of
- * letters, digits, '.', '-' and '_' joined by '/', none empty, no "..", not
- * starting or ending with '.', not ending in ".lock".
- */
-static void
-check_ref_name(const char *name, const char *field, bool branch)
-{
-	size_t len = strlen(name);
-	bool ok = len > 0 && name[0] != '/' && name[len - 1] != '/' && name[len - 1] != '.' &&
-			  strstr(name, "//") == NULL && strstr(name, "..") == NULL && name[0] != '.' &&
-			  !(len >= 5 && strcmp(name + len - 5, ".lock") == 0) &&
-			  !(branch && strcmp(name, "main") == 0);
-
-	for (const char *c = name; *c && ok; c++)
-		ok = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ||
-			 (branch && *c == '/');
-	if (!ok)
-		ln_error(LN_INVALID_INPUT,
-				 "field \"%s\" is not a valid %s name: use letters, digits, '.', '-' and '_'%s",
-				 field, branch ? "branch" : "tag", branch ? " in segments joined by '/'" : "");
-}
+#include "versions.h"
 
 /* Find the table; its refs live on storage only under lance_namespace.local_roots. */
 static void
@@ -68,33 +47,6 @@ get_local_table(const LnRequest *req, bool lock, CatalogObject *table)
 				 ln_id_string(&req->id, req->id.len), table->location);
 	if (lock)
 		catalog_lock_table_refs(table->id);
-}
-
-static void
-read_ref(const LnRequest *req, const CatalogObject *table, const char *kind, const char *name,
-		 LnRefContents *contents)
-{
-	char *text = storage_read_ref(table->location, kind, name);
-	bool branch = strcmp(kind, "branches") == 0;
-
-	if (text == NULL)
-		ln_error(branch ? LN_TABLE_BRANCH_NOT_FOUND : LN_TABLE_TAG_NOT_FOUND,
-				 "%s \"%s\" of table \"%s\" does not exist", branch ? "branch" : "tag", name,
-				 ln_id_string(&req->id, req->id.len));
-	if (!json_parse_ref_file(text, branch, contents))
-		ln_error(LN_INVALID_TABLE_STATE, "the file of %s \"%s\" of table \"%s\" is not valid",
-				 branch ? "branch" : "tag", name, ln_id_string(&req->id, req->id.len));
-}
-
-/* The contents of tag req->tag; LN008 if it does not exist. */
-void
-refs_get_tag(const LnRequest *req, const CatalogObject *table, LnRefContents *tag)
-{
-	check_ref_name(req->tag, "tag", false);
-	if (!storage_is_managed(table->location))
-		ln_error(LN_TABLE_TAG_NOT_FOUND, "tag \"%s\" of table \"%s\" does not exist", req->tag,
-				 ln_id_string(&req->id, req->id.len));
-	read_ref(req, table, "tags", req->tag, tag);
 }
 
 /* Now as Lance writes times in ref files (RFC 3339, UTC). */
@@ -149,7 +101,7 @@ list_refs(const LnRequest *req, const char *kind, uint32 field, LnResponse *resp
 	resp->ref_names = names + first;
 	resp->refs = palloc0(sizeof(LnRefContents) * (resp->nrefs + 1));
 	for (int i = 0; i < resp->nrefs; i++)
-		read_ref(req, &table, kind, resp->ref_names[i], &resp->refs[i]);
+		refs_read(req, &table, kind, resp->ref_names[i], &resp->refs[i]);
 	if (n - first > limit && limit > 0)
 	{
 		resp->fields |= LN_RESP_PAGE_TOKEN;
@@ -157,14 +109,14 @@ list_refs(const LnRequest *req, const char *kind, uint32 field, LnResponse *resp
 	}
 }
 
-static void
-list_table_tags(const LnRequest *req, LnResponse *resp)
+void
+op_list_table_tags(const LnRequest *req, LnResponse *resp)
 {
 	list_refs(req, "tags", LN_RESP_TAGS, resp);
 }
 
-static void
-get_table_tag_version(const LnRequest *req, LnResponse *resp)
+void
+op_get_table_tag_version(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	LnRefContents tag;
@@ -195,7 +147,7 @@ write_tag(const LnRequest *req, bool create)
 		ln_error(LN_INVALID_INPUT, "field \"tag\" is required");
 	if ((req->present & LN_REQ_VERSION) == 0)
 		ln_error(LN_INVALID_INPUT, "field \"version\" is required");
-	check_ref_name(req->tag, "tag", false);
+	refs_check_name(req->tag, "tag", false);
 	get_local_table(req, true, &table);
 
 	memset(&tag, 0, sizeof(tag));
@@ -206,7 +158,7 @@ write_tag(const LnRequest *req, bool create)
 	tag.metadata = ln_empty_map();
 	if (!create)
 	{
-		read_ref(req, &table, "tags", req->tag, &old);
+		refs_read(req, &table, "tags", req->tag, &old);
 		if (old.created_at != NULL)
 			tag.created_at = old.created_at;
 		tag.metadata = old.metadata;
@@ -218,28 +170,28 @@ write_tag(const LnRequest *req, bool create)
 	changes_touch(&req->id, req->id.len, false, req->version);
 }
 
-static void
-create_table_tag(const LnRequest *req, LnResponse *resp)
+void
+op_create_table_tag(const LnRequest *req, LnResponse *resp)
 {
 	write_tag(req, true);
 	resp->fields = 0;
 }
 
-static void
-update_table_tag(const LnRequest *req, LnResponse *resp)
+void
+op_update_table_tag(const LnRequest *req, LnResponse *resp)
 {
 	write_tag(req, false);
 	resp->fields = 0;
 }
 
-static void
-delete_table_tag(const LnRequest *req, LnResponse *resp)
+void
+op_delete_table_tag(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 
 	if (req->tag == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"tag\" is required");
-	check_ref_name(req->tag, "tag", false);
+	refs_check_name(req->tag, "tag", false);
 	get_local_table(req, true, &table);
 	if (!storage_delete_ref(table.location, "tags", req->tag))
 		ln_error(LN_TABLE_TAG_NOT_FOUND, "tag \"%s\" of table \"%s\" does not exist", req->tag,
@@ -248,8 +200,8 @@ delete_table_tag(const LnRequest *req, LnResponse *resp)
 	resp->fields = 0;
 }
 
-static void
-list_table_branches(const LnRequest *req, LnResponse *resp)
+void
+op_list_table_branches(const LnRequest *req, LnResponse *resp)
 {
 	list_refs(req, "branches", LN_RESP_BRANCHES, resp);
 }
@@ -260,8 +212,8 @@ list_table_branches(const LnRequest *req, LnResponse *resp)
  * fork point, which the catalog records as the branch's first version,
  * pointing at the source's manifest.
  */
-static void
-create_table_branch(const LnRequest *req, LnResponse *resp)
+void
+op_create_table_branch(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	LnRefContents branch;
@@ -273,7 +225,7 @@ create_table_branch(const LnRequest *req, LnResponse *resp)
 
 	if (req->name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
-	check_ref_name(req->name, "name", true);
+	refs_check_name(req->name, "name", true);
 	get_local_table(req, true, &table);
 
 	memset(&branch, 0, sizeof(branch));
@@ -285,7 +237,7 @@ create_table_branch(const LnRequest *req, LnResponse *resp)
 		if (storage_read_ref(table.location, "branches", source.branch) == NULL)
 			ln_error(LN_INVALID_INPUT, "source branch \"%s\" of table \"%s\" does not exist",
 					 source.branch, ln_id_string(&req->id, req->id.len));
-		read_ref(req, &table, "branches", source.branch, &parent);
+		refs_read(req, &table, "branches", source.branch, &parent);
 		branch.branch = source.branch;
 		branch.nmapping = parent.nmapping;
 		branch.mapping_versions = parent.mapping_versions;
@@ -347,8 +299,8 @@ create_table_branch(const LnRequest *req, LnResponse *resp)
  * it, as Lance refuses; removes the branch file, its versions in the catalog
  * and its folder (all undone on rollback).
  */
-static void
-delete_table_branch(const LnRequest *req, LnResponse *resp)
+void
+op_delete_table_branch(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	char **names;
@@ -357,10 +309,10 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 
 	if (req->name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
-	check_ref_name(req->name, "name", true);
+	refs_check_name(req->name, "name", true);
 	get_local_table(req, true, &table);
 	/* wait for the version calls in flight on the branch, and keep new ones out */
-	storage_lock_folder(psprintf("%s/tree/%s", storage_local_path(table.location), req->name),
+	storage_lock_folder(psprintf("%s/tree/%s", location_local_path(table.location), req->name),
 						true);
 	if (storage_read_ref(table.location, "branches", req->name) == NULL)
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",
@@ -374,7 +326,7 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 
 		if (strncmp(names[i], req->name, len) == 0 && names[i][len] == '/')
 			has_children = true;
-		read_ref(req, &table, "branches", names[i], &other);
+		refs_read(req, &table, "branches", names[i], &other);
 		if (other.branch != NULL && strcmp(other.branch, req->name) == 0)
 			ln_error(LN_INVALID_TABLE_STATE,
 					 "branch \"%s\" cannot be deleted: branch \"%s\" forks from it", req->name,
@@ -385,7 +337,7 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 	{
 		LnRefContents tag;
 
-		read_ref(req, &table, "tags", names[i], &tag);
+		refs_read(req, &table, "tags", names[i], &tag);
 		if (tag.branch != NULL && strcmp(tag.branch, req->name) == 0)
 			ln_error(LN_INVALID_TABLE_STATE,
 					 "branch \"%s\" cannot be deleted: tag \"%s\" points at it", req->name,
@@ -398,50 +350,3 @@ delete_table_branch(const LnRequest *req, LnResponse *resp)
 	changes_touch(&req->id, req->id.len, false, -1);
 	resp->fields = 0;
 }
-
-/* The tags of a table that point at versions first to last of `branch` (NULL main). */
-int
-refs_tags_on_versions(const LnRequest *req, const CatalogObject *table, const char *branch,
-					  int64 first, int64 last, char **one)
-{
-	char **names;
-	int n;
-	int found = 0;
-
-	if (!storage_is_managed(table->location))
-		return 0;
-	n = storage_list_refs(table->location, "tags", &names);
-	for (int i = 0; i < n; i++)
-	{
-		LnRefContents tag;
-
-		read_ref(req, table, "tags", names[i], &tag);
-		if (tag.version >= first && tag.version <= last &&
-			((tag.branch == NULL && branch == NULL) ||
-			 (tag.branch != NULL && branch != NULL && strcmp(tag.branch, branch) == 0)))
-		{
-			*one = names[i];
-			found++;
-		}
-	}
-	return found;
-}
-
-#define REFS_OPERATION(name, opid, fields)                                                         \
-	const LnOperationDef ln_op_##name = {                                                          \
-		.operation_id = opid, .run = name, .known_fields = LN_REQ_ID | (fields)};                  \
-	PG_FUNCTION_INFO_V1(lance_##name);                                                             \
-	Datum lance_##name(PG_FUNCTION_ARGS)                                                           \
-	{                                                                                              \
-		return ln_run_operation(fcinfo, &ln_op_##name);                                            \
-	}
-
-REFS_OPERATION(list_table_tags, "ListTableTags", LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT)
-REFS_OPERATION(get_table_tag_version, "GetTableTagVersion", LN_REQ_TAG)
-REFS_OPERATION(create_table_tag, "CreateTableTag", LN_REQ_TAG | LN_REQ_VERSION | LN_REQ_BRANCH)
-REFS_OPERATION(delete_table_tag, "DeleteTableTag", LN_REQ_TAG)
-REFS_OPERATION(update_table_tag, "UpdateTableTag", LN_REQ_TAG | LN_REQ_VERSION | LN_REQ_BRANCH)
-REFS_OPERATION(list_table_branches, "ListTableBranches", LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT)
-REFS_OPERATION(create_table_branch, "CreateTableBranch",
-			   LN_REQ_NAME | LN_REQ_FROM_BRANCH | LN_REQ_FROM_VERSION)
-REFS_OPERATION(delete_table_branch, "DeleteTableBranch", LN_REQ_NAME)

@@ -6,7 +6,6 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
@@ -15,9 +14,11 @@
 #include "error.h"
 #include "location.h"
 #include "objects.h"
-#include "operations.h"
+#include "ops_table.h"
+#include "refs.h"
 #include "request.h"
 #include "storage.h"
+#include "versions.h"
 
 typedef enum RegisterMode
 {
@@ -60,8 +61,8 @@ describe_table_entry(const CatalogObject *table, LnResponse *resp)
 	resp->managed_versioning = storage_is_managed(table->location);
 }
 
-static void
-list_tables(const LnRequest *req, LnResponse *resp)
+void
+op_list_tables(const LnRequest *req, LnResponse *resp)
 {
 	int limit = ln_page_limit(req);
 	const char *after = req->page_token ? req->page_token : "";
@@ -82,8 +83,8 @@ list_tables(const LnRequest *req, LnResponse *resp)
  * token is the last table's internal number, so that tables renamed or
  * added while a caller pages are neither skipped nor repeated.
  */
-static void
-list_all_tables(const LnRequest *req, LnResponse *resp)
+void
+op_list_all_tables(const LnRequest *req, LnResponse *resp)
 {
 	int limit = ln_page_limit(req);
 	int64 after_id = 0;
@@ -135,7 +136,7 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 
 	if (!storage_is_managed(location))
 		return;
-	path = storage_local_path(location);
+	path = location_local_path(location);
 	storage_lock_folder(path, false);
 	if (catalog_location_taken(path, except_id))
 		ln_error(LN_INVALID_INPUT, "location \"%s\" of table \"%s\" is another table's folder",
@@ -157,7 +158,7 @@ derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 
 	if (root == NULL)
 	{
-		root = ln_root_location;
+		root = location_root();
 		level = 0;
 	}
 	if (root == NULL || root[0] == '\0')
@@ -171,8 +172,8 @@ derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 	return location_for_new_table(root, &below, table_name_of(req));
 }
 
-static void
-declare_table(const LnRequest *req, LnResponse *resp)
+void
+op_declare_table(const LnRequest *req, LnResponse *resp)
 {
 	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
 	CatalogObject ns;
@@ -204,8 +205,8 @@ declare_table(const LnRequest *req, LnResponse *resp)
 	describe_table_entry(&table, resp);
 }
 
-static void
-register_table(const LnRequest *req, LnResponse *resp)
+void
+op_register_table(const LnRequest *req, LnResponse *resp)
 {
 	RegisterMode mode = ln_parse_enum(req->mode, "mode", register_modes, REGISTER_MODE_CREATE);
 	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
@@ -275,8 +276,8 @@ describe_table_at(const LnRequest *req, const CatalogObject *table, LnResponse *
 	}
 }
 
-static void
-describe_table(const LnRequest *req, LnResponse *resp)
+void
+op_describe_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 
@@ -303,8 +304,8 @@ describe_table(const LnRequest *req, LnResponse *resp)
 	}
 }
 
-static void
-table_exists(const LnRequest *req, LnResponse *resp)
+void
+op_table_exists(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 
@@ -315,8 +316,8 @@ table_exists(const LnRequest *req, LnResponse *resp)
 }
 
 /* DeregisterTable: the entry goes, the data stays. */
-static void
-deregister_table(const LnRequest *req, LnResponse *resp)
+void
+op_deregister_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 
@@ -338,16 +339,16 @@ deregister_table(const LnRequest *req, LnResponse *resp)
  * outside any user transaction.  Elsewhere the caller removes the data at
  * the location the answer carries.
  */
-static void
-drop_table(const LnRequest *req, LnResponse *resp)
+void
+op_drop_table(const LnRequest *req, LnResponse *resp)
 {
-	deregister_table(req, resp);
+	op_deregister_table(req, resp);
 	if (storage_is_managed(resp->location))
 		changes_queue_drop(resp->location);
 }
 
-static void
-rename_table(const LnRequest *req, LnResponse *resp)
+void
+op_rename_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	CatalogObject target;
@@ -382,123 +383,4 @@ rename_table(const LnRequest *req, LnResponse *resp)
 		changes_touch(&renamed, renamed.len, false, -1);
 	}
 	resp->fields = 0;
-}
-
-const LnOperationDef ln_op_list_tables = {
-	.operation_id = "ListTables",
-	.run = list_tables,
-	.known_fields = LN_REQ_LIST | LN_REQ_INCLUDE_DECLARED,
-};
-
-PG_FUNCTION_INFO_V1(lance_list_tables);
-Datum
-lance_list_tables(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_list_tables);
-}
-
-const LnOperationDef ln_op_list_all_tables = {
-	.operation_id = "ListAllTables",
-	.run = list_all_tables,
-	.known_fields = LN_REQ_PAGE_TOKEN | LN_REQ_LIMIT | LN_REQ_INCLUDE_DECLARED | LN_REQ_DELIMITER,
-};
-
-PG_FUNCTION_INFO_V1(lance_list_all_tables);
-Datum
-lance_list_all_tables(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_list_all_tables);
-}
-
-const LnOperationDef ln_op_declare_table = {
-	.operation_id = "DeclareTable",
-	.run = declare_table,
-	.known_fields = LN_REQ_DECLARE_TABLE,
-};
-
-PG_FUNCTION_INFO_V1(lance_declare_table);
-Datum
-lance_declare_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_declare_table);
-}
-
-const LnOperationDef ln_op_register_table = {
-	.operation_id = "RegisterTable",
-	.run = register_table,
-	.known_fields = LN_REQ_ID | LN_REQ_LOCATION | LN_REQ_MODE | LN_REQ_PROPERTIES,
-};
-
-PG_FUNCTION_INFO_V1(lance_register_table);
-Datum
-lance_register_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_register_table);
-}
-
-const LnOperationDef ln_op_describe_table = {
-	.operation_id = "DescribeTable",
-	.run = describe_table,
-	.known_fields = LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH | LN_REQ_TAG |
-					LN_REQ_WITH_TABLE_URI | LN_REQ_CHECK_DECLARED | LN_REQ_LOAD_DETAILED |
-					LN_REQ_VEND_CREDENTIALS,
-};
-
-PG_FUNCTION_INFO_V1(lance_describe_table);
-Datum
-lance_describe_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_describe_table);
-}
-
-const LnOperationDef ln_op_table_exists = {
-	.operation_id = "TableExists",
-	.run = table_exists,
-	.known_fields = LN_REQ_ID | LN_REQ_VERSION | LN_REQ_BRANCH,
-};
-
-PG_FUNCTION_INFO_V1(lance_table_exists);
-Datum
-lance_table_exists(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_table_exists);
-}
-
-const LnOperationDef ln_op_deregister_table = {
-	.operation_id = "DeregisterTable",
-	.run = deregister_table,
-	.known_fields = LN_REQ_DEREGISTER_TABLE,
-};
-
-PG_FUNCTION_INFO_V1(lance_deregister_table);
-Datum
-lance_deregister_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_deregister_table);
-}
-
-const LnOperationDef ln_op_drop_table = {
-	.operation_id = "DropTable",
-	.run = drop_table,
-	.known_fields = LN_REQ_DEREGISTER_TABLE,
-};
-
-PG_FUNCTION_INFO_V1(lance_drop_table);
-Datum
-lance_drop_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_drop_table);
-}
-
-const LnOperationDef ln_op_rename_table = {
-	.operation_id = "RenameTable",
-	.run = rename_table,
-	.known_fields = LN_REQ_ID | LN_REQ_NEW_TABLE_NAME | LN_REQ_NEW_NAMESPACE_ID,
-};
-
-PG_FUNCTION_INFO_V1(lance_rename_table);
-Datum
-lance_rename_table(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_rename_table);
 }

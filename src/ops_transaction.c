@@ -5,11 +5,9 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-
 #include "catalog.h"
 #include "error.h"
-#include "operations.h"
+#include "ops_transaction.h"
 #include "request.h"
 
 static const LnEnumValue statuses[] = {{"Queued", 0}, {"Running", 1},  {"Succeeded", 2},
@@ -62,8 +60,8 @@ get_transaction(const char *id, bool for_update, LnResponse *resp)
 	resp->fields = LN_RESP_STATUS | LN_RESP_PROPERTIES;
 }
 
-static void
-describe_transaction(const LnRequest *req, LnResponse *resp)
+void
+op_describe_transaction(const LnRequest *req, LnResponse *resp)
 {
 	get_transaction(transaction_id_of(req), false, resp);
 }
@@ -82,8 +80,8 @@ map_find(const LnMap *map, const char *key)
  * AlterTransaction: apply every action to the entry, in order, all or none
  * (an error leaves the entry as it was: the caller's transaction aborts).
  */
-static void
-alter_transaction(const LnRequest *req, LnResponse *resp)
+void
+op_alter_transaction(const LnRequest *req, LnResponse *resp)
 {
 	const char *id = transaction_id_of(req);
 	LnMap *props = &resp->properties;
@@ -153,30 +151,4 @@ alter_transaction(const LnRequest *req, LnResponse *resp)
 	}
 	ln_error_set_element(NULL);
 	catalog_set_change(id, resp->status, props);
-}
-
-const LnOperationDef ln_op_describe_transaction = {
-	.operation_id = "DescribeTransaction",
-	.run = describe_transaction,
-	.known_fields = LN_REQ_ID,
-};
-
-PG_FUNCTION_INFO_V1(lance_describe_transaction);
-Datum
-lance_describe_transaction(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_describe_transaction);
-}
-
-const LnOperationDef ln_op_alter_transaction = {
-	.operation_id = "AlterTransaction",
-	.run = alter_transaction,
-	.known_fields = LN_REQ_ID | LN_REQ_ACTIONS,
-};
-
-PG_FUNCTION_INFO_V1(lance_alter_transaction);
-Datum
-lance_alter_transaction(PG_FUNCTION_ARGS)
-{
-	return ln_run_operation(fcinfo, &ln_op_alter_transaction);
 }

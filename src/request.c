@@ -1,101 +1,18 @@
 /*
  * request.c
- *		The frame every SQL-callable operation runs in, and the checks that
- *		operations share.
+ *		Helpers for decoded requests that the handlers, the JSON edge and
+ *		the commit log share: enumerated values, ids, paging, maps.
  */
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
-#include "utils/jsonb.h"
 
-#include "catalog.h"
-#include "changes.h"
 #include "error.h"
-#include "json_edge.h"
 #include "request.h"
 
 /* Page size when the request gives no limit, and the largest page we send. */
 #define LN_DEFAULT_PAGE_LIMIT 1000
 #define LN_MAX_PAGE_LIMIT	  10000
-
-static void raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
-
-/*
- * Run one operation: decode the request, act, encode the response.
- *
- * Any error that is not already a Lance error (a unique or foreign key
- * violation left by a concurrent writer, a serialization failure, a
- * cancelled statement) is re-raised as the Lance error that describes it, so
- * that callers only ever see LNxxx.  The re-raise happens before anything
- * else touches the database; the transaction is aborting in any case.
- */
-Datum
-ln_run_operation(FunctionCallInfo fcinfo, const LnOperationDef *op)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	LnRequest req;
-	LnResponse resp;
-	Jsonb *result = NULL;
-
-	ln_error_set_element(NULL);
-	PG_TRY();
-	{
-		if (PG_ARGISNULL(0))
-			ln_error(LN_INVALID_INPUT, "the request must be a JSON object, not NULL");
-		json_decode_request(PG_GETARG_JSONB_P(0), op->known_fields, &req);
-		ln_execute(op, &req, &resp);
-		result = json_encode_response(&resp);
-	}
-	PG_CATCH();
-	{
-		raise_as_lance_error(cxt);
-	}
-	PG_END_TRY();
-
-	PG_RETURN_JSONB_P(result);
-}
-
-/*
- * Act on a decoded request: run the operation against the catalog and, if
- * it changed anything, record it in the commit log and answer the entry's
- * transaction id.
- */
-void
-ln_execute(const LnOperationDef *op, const LnRequest *req, LnResponse *resp)
-{
-	char *transaction_id;
-
-	memset(resp, 0, sizeof(LnResponse));
-	catalog_begin();
-	changes_begin();
-	op->run(req, resp);
-	transaction_id = changes_record(op->operation_id, &req->context);
-	catalog_end();
-	if (transaction_id != NULL)
-	{
-		resp->fields |= LN_RESP_TRANSACTION_ID;
-		resp->transaction_id = transaction_id;
-		resp->transaction_ids = op->transaction_ids;
-	}
-}
-
-static void
-raise_as_lance_error(MemoryContext cxt)
-{
-	ErrorData *edata;
-	int code;
-	char *message;
-	char *detail;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	if (edata->elevel > ERROR || ln_is_lance_error(edata->sqlerrcode))
-		PG_RE_THROW();
-
-	FlushErrorState();
-	ln_translate_error(edata, &code, &message, &detail);
-	ln_error_detail(code, detail, "%s", message);
-}
 
 /*
  * Map an enumerated request value to its number.  Values are
@@ -202,4 +119,17 @@ ln_empty_map(void)
 	LnMap map = {0, NULL, NULL};
 
 	return map;
+}
+/* Order of list-form ids: name by name, a prefix first. */
+int
+ln_compare_ids(const LnId *a, const LnId *b)
+{
+	for (int i = 0; i < a->len && i < b->len; i++)
+	{
+		int c = strcmp(a->names[i], b->names[i]);
+
+		if (c != 0)
+			return c;
+	}
+	return a->len - b->len;
 }

@@ -1,6 +1,6 @@
 /*
  * request.h
- *		Helpers the operations share to check a decoded request.
+ *		Helpers for decoded requests: enumerated values, ids, paging, maps.
  */
 #ifndef LN_REQUEST_H
 #define LN_REQUEST_H
@@ -23,5 +23,6 @@ extern LnId ln_id_prefix(const LnId *id, int len);
 extern int ln_page_limit(const LnRequest *req);
 extern void ln_cut_page(LnResponse *resp, int limit);
 extern LnMap ln_empty_map(void);
+extern int ln_compare_ids(const LnId *a, const LnId *b);
 
 #endif /* LN_REQUEST_H */

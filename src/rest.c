@@ -21,83 +21,11 @@
 #include "utils/builtins.h"
 #include "utils/resowner.h"
 
-#include "catalog.h"
 #include "error.h"
+#include "frame.h"
 #include "json_edge.h"
-#include "operations.h"
-#include "request.h"
-
-typedef enum RouteKind
-{
-	ROUTE_OPERATION, /* answers the operation's response */
-	ROUTE_EXISTS,	 /* answers 204 without a body */
-	ROUTE_DATA		 /* data plane: reads or writes table data */
-} RouteKind;
-
-typedef struct Route
-{
-	const char *pattern; /* path below /v1; {id} and {index_name} match one segment */
-	RouteKind kind;
-	const LnOperationDef *op;
-} Route;
-
-/* Every path of the spec.  Literal routes come before the {id} ones they could be mistaken for. */
-static const Route routes[] = {
-	{"/v1/table/version/batch-create", ROUTE_OPERATION, &ln_op_batch_create_table_versions},
-	{"/v1/table/batch-commit", ROUTE_OPERATION, &ln_op_batch_commit_tables},
-	{"/v1/table", ROUTE_OPERATION, &ln_op_list_all_tables},
-	{"/v1/namespace/{id}/create", ROUTE_OPERATION, &ln_op_create_namespace},
-	{"/v1/namespace/{id}/list", ROUTE_OPERATION, &ln_op_list_namespaces},
-	{"/v1/namespace/{id}/describe", ROUTE_OPERATION, &ln_op_describe_namespace},
-	{"/v1/namespace/{id}/drop", ROUTE_OPERATION, &ln_op_drop_namespace},
-	{"/v1/namespace/{id}/exists", ROUTE_EXISTS, &ln_op_namespace_exists},
-	{"/v1/namespace/{id}/table/list", ROUTE_OPERATION, &ln_op_list_tables},
-	{"/v1/table/{id}/register", ROUTE_OPERATION, &ln_op_register_table},
-	{"/v1/table/{id}/declare", ROUTE_OPERATION, &ln_op_declare_table},
-	{"/v1/table/{id}/describe", ROUTE_OPERATION, &ln_op_describe_table},
-	{"/v1/table/{id}/exists", ROUTE_EXISTS, &ln_op_table_exists},
-	{"/v1/table/{id}/drop", ROUTE_OPERATION, &ln_op_drop_table},
-	{"/v1/table/{id}/deregister", ROUTE_OPERATION, &ln_op_deregister_table},
-	{"/v1/table/{id}/rename", ROUTE_OPERATION, &ln_op_rename_table},
-	{"/v1/table/{id}/version/list", ROUTE_OPERATION, &ln_op_list_table_versions},
-	{"/v1/table/{id}/version/create", ROUTE_OPERATION, &ln_op_create_table_version},
-	{"/v1/table/{id}/version/describe", ROUTE_OPERATION, &ln_op_describe_table_version},
-	{"/v1/table/{id}/version/delete", ROUTE_OPERATION, &ln_op_batch_delete_table_versions},
-	{"/v1/table/{id}/restore", ROUTE_OPERATION, &ln_op_restore_table},
-	{"/v1/table/{id}/schema_metadata/update", ROUTE_OPERATION, &ln_op_update_table_schema_metadata},
-	{"/v1/table/{id}/update_field_metadata", ROUTE_OPERATION, &ln_op_update_field_metadata},
-	{"/v1/table/{id}/alter_columns", ROUTE_OPERATION, &ln_op_alter_table_alter_columns},
-	{"/v1/table/{id}/drop_columns", ROUTE_OPERATION, &ln_op_alter_table_drop_columns},
-	{"/v1/table/{id}/tags/list", ROUTE_OPERATION, &ln_op_list_table_tags},
-	{"/v1/table/{id}/tags/version", ROUTE_OPERATION, &ln_op_get_table_tag_version},
-	{"/v1/table/{id}/tags/create", ROUTE_OPERATION, &ln_op_create_table_tag},
-	{"/v1/table/{id}/tags/delete", ROUTE_OPERATION, &ln_op_delete_table_tag},
-	{"/v1/table/{id}/tags/update", ROUTE_OPERATION, &ln_op_update_table_tag},
-	{"/v1/table/{id}/branches/list", ROUTE_OPERATION, &ln_op_list_table_branches},
-	{"/v1/table/{id}/branches/create", ROUTE_OPERATION, &ln_op_create_table_branch},
-	{"/v1/table/{id}/branches/delete", ROUTE_OPERATION, &ln_op_delete_table_branch},
-	{"/v1/transaction/{id}/describe", ROUTE_OPERATION, &ln_op_describe_transaction},
-	{"/v1/transaction/{id}/alter", ROUTE_OPERATION, &ln_op_alter_transaction},
-	{"/v1/table/{id}/stats", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/insert", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/merge_insert", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/update", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/delete", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/query", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/count_rows", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/create", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/explain_plan", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/analyze_plan", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/add_columns", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/backfill_column", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/create_index", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/create_scalar_index", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/index/list", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/index/{index_name}/stats", ROUTE_DATA, NULL},
-	{"/v1/table/{id}/index/{index_name}/drop", ROUTE_DATA, NULL},
-	{"/v1/materialized_view/{id}/refresh", ROUTE_DATA, NULL},
-	{"/v1/materialized_view/{id}/create", ROUTE_DATA, NULL},
-};
+#include "location.h"
+#include "registry.h"
 
 /* An HTTP answer. */
 typedef struct RestAnswer
@@ -152,7 +80,7 @@ status_of_code(int code)
 static RestAnswer
 error_answer(int code, const char *message)
 {
-	RestAnswer answer = {status_of_code(code), json_error_body(code, message, NULL)};
+	RestAnswer answer = {status_of_code(code), ln_error_body(code, message, NULL)};
 
 	return answer;
 }
@@ -165,24 +93,9 @@ error_answer(int code, const char *message)
 static char *
 percent_decode(const char *s, size_t len)
 {
-	char *out = palloc(len + 1);
-	size_t n = 0;
+	char *out = location_percent_decode(s, len, true);
 
-	for (size_t i = 0; i < len; i++)
-	{
-		if (s[i] == '%' && i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
-			isxdigit((unsigned char)s[i + 2]))
-		{
-			char hex[3] = {s[i + 1], s[i + 2], '\0'};
-
-			out[n++] = (char)strtol(hex, NULL, 16);
-			i += 2;
-		}
-		else
-			out[n++] = s[i] == '+' ? ' ' : s[i];
-	}
-	out[n] = '\0';
-	if (strlen(out) != n)
+	if (out == NULL)
 		ln_error(LN_INVALID_INPUT, "the request's path or query holds an encoded NUL byte");
 	return out;
 }
@@ -291,7 +204,7 @@ query_param(const LnMap *query, const char *key)
  * the error becomes the answer.
  */
 static RestAnswer
-run_route(const Route *route, const char *id_segment, const LnMap *query, const char *body,
+run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, const char *body,
 		  const LnMap *headers)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -308,13 +221,14 @@ run_route(const Route *route, const char *id_segment, const LnMap *query, const 
 		const char *delimiter = query_param(query, "delimiter");
 
 		ln_error_set_element(NULL);
+		frame_check_served(op);
 		if (id_segment != NULL)
 			path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment)),
 									delimiter && delimiter[0] ? delimiter : "$");
 		json_decode_http_request(body, id_segment ? &path_id : NULL, query, headers,
-								 route->op->known_fields, &req);
-		ln_execute(route->op, &req, &resp);
-		if (route->kind == ROUTE_EXISTS)
+								 op->request_members, &req);
+		frame_execute(op, &req, &resp);
+		if (op->flags & LN_OP_EMPTY_ANSWER)
 			answer.status = 204;
 		else
 			answer.body = json_encode_response_text(&resp);
@@ -352,12 +266,36 @@ run_route(const Route *route, const char *id_segment, const LnMap *query, const 
 	return answer;
 }
 
-/* The spec's GET routes: the three listings. */
-static bool
-is_listing(const Route *route)
+/*
+ * The operation whose REST path `path` matches, with its raw {id} segment.
+ * A path with fewer placeholders wins, so that a literal route
+ * ("/v1/table/version/batch-create") is never taken for an {id} one.
+ */
+static const LnOperationDef *
+find_route(const char *path, char **id_segment)
 {
-	return route->op == &ln_op_list_namespaces || route->op == &ln_op_list_tables ||
-		   route->op == &ln_op_list_all_tables;
+	const LnOperationDef *best = NULL;
+	int best_placeholders = INT_MAX;
+
+	*id_segment = NULL;
+	for (int i = 0; i < LN_NUM_OPERATIONS; i++)
+	{
+		const LnOperationDef *op = &ln_operations[i];
+		char *segment;
+		int placeholders = 0;
+
+		if (!match_route(op->http_path, path, &segment))
+			continue;
+		for (const char *c = op->http_path; *c; c++)
+			placeholders += *c == '{';
+		if (placeholders < best_placeholders)
+		{
+			best = op;
+			best_placeholders = placeholders;
+			*id_segment = segment;
+		}
+	}
+	return best;
 }
 
 static RestAnswer
@@ -367,52 +305,36 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 	LnMap query = parse_query(query_text ? query_text : "");
 	char *clean_path = pnstrdup(path, strcspn(path, "?"));
 	size_t len = strlen(clean_path);
+	const LnOperationDef *op;
+	char *id_segment;
+	RestAnswer answer;
 
 	/* tolerate a trailing slash, as the reference server does */
 	if (len > 1 && clean_path[len - 1] == '/')
 		clean_path[len - 1] = '\0';
 
-	for (size_t i = 0; i < lengthof(routes); i++)
+	op = find_route(clean_path, &id_segment);
+	if (op == NULL)
 	{
-		const Route *route = &routes[i];
-		char *id_segment;
-
-		if (!match_route(route->pattern, clean_path, &id_segment))
-			continue;
-		/*
-		 * The spec's GET routes are the three listings; every other route is
-		 * POST.  A change never answers GET, which a web page could send to
-		 * a local gateway without the user knowing.
-		 */
-		if (strcmp(method, "POST") != 0 && !(strcmp(method, "GET") == 0 && is_listing(route)))
-		{
-			RestAnswer answer = error_answer(
-				LN_UNSUPPORTED, psprintf("method %s is not allowed on %s (the spec's method is %s)",
-										 method, clean_path, is_listing(route) ? "GET" : "POST"));
-
-			answer.status = 405;
-			return answer;
-		}
-		switch (route->kind)
-		{
-			case ROUTE_OPERATION:
-			case ROUTE_EXISTS:
-				return run_route(route, id_segment, &query, body, headers);
-			case ROUTE_DATA:
-				return error_answer(LN_UNSUPPORTED,
-									psprintf("%s reads or writes table data, and lance_namespace "
-											 "is a catalog: Lance and LanceDB read and write "
-											 "the data at the table's location themselves",
-											 clean_path));
-		}
-	}
-	{
-		RestAnswer answer =
-			error_answer(LN_UNSUPPORTED, psprintf("no route for %s %s", method, clean_path));
-
+		answer = error_answer(LN_UNSUPPORTED, psprintf("no route for %s %s", method, clean_path));
 		answer.status = 404;
 		return answer;
 	}
+
+	/*
+	 * Every route answers POST, and the spec's GET routes (the three
+	 * listings) GET too.  A change never answers GET, which a web page could
+	 * send to a local gateway without the user knowing.
+	 */
+	if (strcmp(method, "POST") != 0 && strcmp(method, op->http_method) != 0)
+	{
+		answer = error_answer(LN_UNSUPPORTED,
+							  psprintf("method %s is not allowed on %s (the spec's method is %s)",
+									   method, clean_path, op->http_method));
+		answer.status = 405;
+		return answer;
+	}
+	return run_route(op, id_segment, &query, body, headers);
 }
 
 PG_FUNCTION_INFO_V1(lance_rest);

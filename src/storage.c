@@ -29,10 +29,12 @@
 #include "storage/lock.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 
 #include "error.h"
+#include "location.h"
 #include "storage.h"
 
 /*
@@ -52,6 +54,9 @@ typedef struct FileUndo
 } FileUndo;
 
 static FileUndo *undo_list = NULL;
+
+/* lance_namespace.local_roots: folders under which the catalog manages versions. */
+static char *local_roots = NULL;
 
 static void raise_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 static void check_real_parent(const char *path);
@@ -116,92 +121,47 @@ static void storage_xact_callback(XactEvent event, void *arg);
 static void storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 									 SubTransactionId parentSubid, void *arg);
 
-void
-storage_init(void)
-{
-	RegisterXactCallback(storage_xact_callback, NULL);
-	RegisterSubXactCallback(storage_subxact_callback, NULL);
-}
-
-/* True if no component of `path` is "." or ".." or empty (a "//"). */
+/* local_roots must be a list of absolute folders. */
 static bool
-path_is_plain(const char *path)
+check_local_roots(char **newval, void **extra pg_attribute_unused(),
+				  GucSource source pg_attribute_unused())
 {
-	const char *c = path;
+	char *raw = pstrdup(*newval);
+	List *roots;
+	ListCell *lc;
 
-	while (*c == '/')
-		c++;
-	while (*c)
+	if (!SplitDirectoriesString(raw, ',', &roots))
 	{
-		size_t len = strcspn(c, "/");
-
-		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+		GUC_check_errdetail("List syntax is invalid.");
+		return false;
+	}
+	foreach (lc, roots)
+	{
+		if (!is_absolute_path((char *)lfirst(lc)))
+		{
+			GUC_check_errdetail("\"%s\" is not an absolute path.", (char *)lfirst(lc));
 			return false;
-		c += len;
-		if (*c == '/')
-			c++;
+		}
 	}
 	return true;
 }
 
-/* Decode a file:// URI's %XX escapes; NULL if one decodes to a NUL byte. */
-static char *
-uri_path_decode(const char *s)
+void
+storage_init(void)
 {
-	char *out = palloc(strlen(s) + 1);
-	size_t n = 0;
-
-	for (; *s; s++)
-	{
-		if (s[0] == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2]))
-		{
-			char hex[3] = {s[1], s[2], '\0'};
-
-			out[n] = (char)strtol(hex, NULL, 16);
-			if (out[n++] == '\0')
-				return NULL;
-			s += 2;
-		}
-		else
-			out[n++] = *s;
-	}
-	out[n] = '\0';
-	return out;
-}
-
-/* True if some component of `path` is "..". */
-static bool
-path_climbs(const char *path)
-{
-	for (const char *c = path; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && (c == path || c[-1] == '/') &&
-			(c[2] == '/' || c[2] == '\0'))
-			return true;
-	return false;
-}
-
-/*
- * The absolute file system path a location names, canonical ("//" and "."
- * collapsed, no trailing slash), or NULL if it names none we can use: an
- * object store URI, a relative path, or a path with "..".  A file:// URI is
- * percent-decoded, as Lance decodes it.
- */
-static char *
-location_local_path(const char *location)
-{
-	char *path;
-
-	if (strncmp(location, "file://", 7) == 0)
-	{
-		location = uri_path_decode(location + 7);
-		if (location == NULL)
-			return NULL;
-	}
-	if (location[0] != '/' || path_climbs(location))
-		return NULL;
-	path = pstrdup(location);
-	canonicalize_path(path);
-	return path;
+	/*
+	 * Superuser only: the catalog writes manifests as the server's OS user
+	 * in these folders, on behalf of any role that can create versions.
+	 */
+	DefineCustomStringVariable("lance_namespace.local_roots",
+							   "Local folders whose tables have their versions managed by the "
+							   "catalog.",
+							   "A comma-separated list of absolute paths.  For tables below "
+							   "them the catalog answers managed_versioning and writes each "
+							   "version's manifest.",
+							   &local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
+	RegisterXactCallback(storage_xact_callback, NULL);
+	RegisterSubXactCallback(storage_subxact_callback, NULL);
 }
 
 /*
@@ -231,23 +191,11 @@ check_real_parent(const char *path)
 				 parent);
 }
 
-/* The canonical local path of a location, or NULL if it names no local folder. */
-char *
-storage_local_path(const char *location)
+/* True if lance_namespace.local_roots names at least one folder. */
+bool
+storage_has_local_roots(void)
 {
-	return location_local_path(location);
-}
-
-/* lance_catalog.local_path(location): for comparing local folders however spelled. */
-PG_FUNCTION_INFO_V1(lance_local_path);
-Datum
-lance_local_path(PG_FUNCTION_ARGS)
-{
-	char *path = location_local_path(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-
-	if (path == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(path));
+	return local_roots != NULL && local_roots[0] != '\0';
 }
 
 /*
@@ -263,10 +211,10 @@ storage_is_managed(const char *location)
 	ListCell *lc;
 	bool managed = false;
 
-	if (path == NULL || ln_local_roots == NULL || ln_local_roots[0] == '\0')
+	if (path == NULL || local_roots == NULL || local_roots[0] == '\0')
 		return false;
 
-	roots = pstrdup(ln_local_roots);
+	roots = pstrdup(local_roots);
 	if (!SplitDirectoriesString(roots, ',', &root_list))
 		return false; /* the setting's check hook refuses such a value */
 	foreach (lc, root_list)
@@ -316,7 +264,7 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 	if (staging[0] != '/')
 		staging = psprintf("/%s", staging);
 	slash = strrchr(staging, '/');
-	if (!path_is_plain(staging) || slash[1] == '\0' ||
+	if (!location_path_is_plain(staging) || slash[1] == '\0' ||
 		strlen(versions_dir) != (size_t)(slash - staging) ||
 		strncmp(staging, versions_dir, slash - staging) != 0)
 		ln_error_detail(
@@ -779,7 +727,7 @@ storage_list_refs(const char *location, const char *kind, char ***names)
 		/* <name>.json; temporary and set-aside files end otherwise */
 		if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
 			continue;
-		name = uri_path_decode(pnstrdup(de->d_name, len - 5));
+		name = location_percent_decode(de->d_name, len - 5, false);
 		if (name == NULL)
 			continue;
 		if (n == capacity)

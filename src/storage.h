@@ -21,7 +21,7 @@ typedef struct ManifestCopy
 
 extern void storage_init(void);
 extern bool storage_is_managed(const char *location);
-extern char *storage_local_path(const char *location);
+extern bool storage_has_local_roots(void);
 extern void storage_lock_folder(const char *path, bool exclusive);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);

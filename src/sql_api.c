@@ -1,0 +1,57 @@
+/*
+ * sql_api.c
+ *		The SQL entry points: one function lance_<operation>(request jsonb)
+ *		per row of the operation registry, each running its row in the
+ *		frame, and lance_operations(), which lists the registry so that a
+ *		regression test can hold the install script to it.
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+#include "frame.h"
+#include "registry.h"
+
+#define LN_OPERATION(id, sql, ...)                                                                 \
+	PG_FUNCTION_INFO_V1(sql);                                                                      \
+	Datum sql(PG_FUNCTION_ARGS)                                                                    \
+	{                                                                                              \
+		return frame_sql_call(fcinfo, &ln_operations[LN_OP_##id]);                                 \
+	}
+#include "operations.def"
+#undef LN_OPERATION
+
+/*
+ * lance_operations(): one row per operation of the spec, with its SQL
+ * function, REST route, whether it changes the catalog, the privilege it
+ * needs and, for those not served, why.
+ */
+PG_FUNCTION_INFO_V1(lance_operations);
+Datum
+lance_operations(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *)fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < LN_NUM_OPERATIONS; i++)
+	{
+		const LnOperationDef *op = &ln_operations[i];
+		Datum values[8];
+		bool nulls[8] = {false};
+
+		values[0] = CStringGetTextDatum(op->operation_id);
+		values[1] = CStringGetTextDatum(op->sql_function);
+		values[2] = CStringGetTextDatum(op->http_method);
+		values[3] = CStringGetTextDatum(op->http_path);
+		values[4] = BoolGetDatum((op->flags & LN_OP_CHANGES) != 0);
+		values[5] = CStringGetTextDatum(registry_privilege_name(op->privilege));
+		values[6] = BoolGetDatum(op->handler != NULL);
+		if (op->not_served != NULL)
+			values[7] = CStringGetTextDatum(op->not_served);
+		else
+			nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum)0;
+}
