@@ -34,7 +34,11 @@ PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 REGRESS = registry namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register
-ISOLATION_OPTS = --load-extension=$(EXTENSION)
+# The specs share helper functions (test/sql/isolation_helpers.sql), so they
+# run in a database made and loaded beforehand (under the name PGXS gives
+# pg_isolation_regress) rather than one pg_isolation_regress makes.
+ISOLATION_DB = isolation_regression
+ISOLATION_OPTS = --use-existing
 
 SHLIB_LINK += -ljson-c
 PG_CONFIG ?= pg_config
@@ -49,6 +53,18 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.h) src/operations.def
+
+# installcheck runs the specs in a fresh $(ISOLATION_DB) with the extension and
+# the helpers, made here whenever the isolation suite is to run.
+PSQL = $(shell $(PG_CONFIG) --bindir)/psql -X -q -v ON_ERROR_STOP=1
+.PHONY: isolation-database
+isolation-database:
+ifneq ($(strip $(ISOLATION)),)
+	$(PSQL) -d postgres -c 'DROP DATABASE IF EXISTS $(ISOLATION_DB)' \
+		-c 'CREATE DATABASE $(ISOLATION_DB) TEMPLATE template0'
+	$(PSQL) -d $(ISOLATION_DB) -c 'CREATE EXTENSION $(EXTENSION)' -f test/sql/isolation_helpers.sql
+endif
+installcheck: isolation-database
 
 # Format the C sources with the committed .clang-format.
 .PHONY: format
