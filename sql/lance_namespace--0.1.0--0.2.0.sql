@@ -40,3 +40,51 @@ CREATE FUNCTION lance_operations(
     OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text)
 RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
+
+-- lance_changes(): nothing after the largest number (no bigint overflow), and
+-- a standby refuses with LN017 rather than return entries out of commit order.
+CREATE OR REPLACE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
+RETURNS SETOF lance_catalog.change
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    entry    lance_catalog.change;
+    earliest bigint;
+    expected bigint;
+    returned integer := 0;
+BEGIN
+    -- A standby cannot see the locks of the primary's writers in flight, so
+    -- it cannot tell a gap that will fill from one that will not.
+    IF pg_catalog.pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'lance_changes() cannot run on a standby: read the change feed from the primary'
+            USING ERRCODE = 'LN017',
+                  DETAIL = '{"code":17,"error":"lance_changes() cannot run on a standby: read the change feed from the primary"}';
+    END IF;
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'lance_changes() must run in a READ COMMITTED transaction'
+            USING ERRCODE = 'LN013',
+                  DETAIL = '{"code":13,"error":"lance_changes() must run in a READ COMMITTED transaction"}';
+    END IF;
+    -- nothing comes after the largest number
+    IF after >= 9223372036854775807 THEN
+        RETURN;
+    END IF;
+    expected := after + 1;
+    WHILE returned < max_entries LOOP
+        SELECT * INTO entry FROM lance_catalog.change c
+         WHERE c.seq >= expected ORDER BY c.seq LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        IF entry.seq > expected THEN
+            -- a gap: stop at it while its transaction may still commit
+            EXIT WHEN lance_catalog.change_in_flight(expected, entry.seq - 1);
+            -- none is in flight; one may have committed since the look-up
+            SELECT pg_catalog.min(c.seq) INTO earliest FROM lance_catalog.change c
+             WHERE c.seq >= expected AND c.seq < entry.seq;
+            CONTINUE WHEN earliest IS NOT NULL;
+        END IF;
+        RETURN NEXT entry;
+        returned := returned + 1;
+        expected := entry.seq + 1;
+    END LOOP;
+END
+$$;

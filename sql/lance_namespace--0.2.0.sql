@@ -212,14 +212,26 @@ AS $$
 DECLARE
     entry    lance_catalog.change;
     earliest bigint;
-    expected bigint := after + 1;
+    expected bigint;
     returned integer := 0;
 BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
+    -- A standby cannot see the locks of the primary's writers in flight, so
+    -- it cannot tell a gap that will fill from one that will not.
+    IF pg_catalog.pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'lance_changes() cannot run on a standby: read the change feed from the primary'
+            USING ERRCODE = 'LN017',
+                  DETAIL = '{"code":17,"error":"lance_changes() cannot run on a standby: read the change feed from the primary"}';
+    END IF;
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'lance_changes() must run in a READ COMMITTED transaction'
             USING ERRCODE = 'LN013',
                   DETAIL = '{"code":13,"error":"lance_changes() must run in a READ COMMITTED transaction"}';
     END IF;
+    -- nothing comes after the largest number
+    IF after >= 9223372036854775807 THEN
+        RETURN;
+    END IF;
+    expected := after + 1;
     WHILE returned < max_entries LOOP
         SELECT * INTO entry FROM lance_catalog.change c
          WHERE c.seq >= expected ORDER BY c.seq LIMIT 1;
@@ -228,7 +240,7 @@ BEGIN
             -- a gap: stop at it while its transaction may still commit
             EXIT WHEN lance_catalog.change_in_flight(expected, entry.seq - 1);
             -- none is in flight; one may have committed since the look-up
-            SELECT min(c.seq) INTO earliest FROM lance_catalog.change c
+            SELECT pg_catalog.min(c.seq) INTO earliest FROM lance_catalog.change c
              WHERE c.seq >= expected AND c.seq < entry.seq;
             CONTINUE WHEN earliest IS NOT NULL;
         END IF;

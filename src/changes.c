@@ -28,8 +28,8 @@
 #include "json_edge.h"
 #include "request.h"
 
-#define CHANGE_GATE_LOCK  0x4C4E4347 /* "LNCG" */
-#define CHANGE_ENTRY_LOCK 0x4C4E4345 /* "LNCE" */
+#define CHANGE_GATE_LOCK  0x4347 /* "CG" */
+#define CHANGE_ENTRY_LOCK 0x4345 /* "CE" */
 #define CHANGE_CHANNEL	  "lance_namespace_changes"
 
 /* What the current call touched, collected as it runs. */
@@ -125,9 +125,15 @@ changes_queue_drop(const char *location)
 }
 
 static void
-set_lock_tag(LOCKTAG *tag, uint32 lock_class, int64 number)
+set_lock_tag(LOCKTAG *tag, uint16 lock_class, int64 number)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, lock_class, (uint32)number, 2);
+	/*
+	 * All 64 bits of the number, so that entries 2^32 apart never share a
+	 * lock, and the class in the field that pg_advisory_lock() sets to 1 or
+	 * 2, so that no application's advisory lock is ever one of ours.
+	 */
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32)((uint64)number >> 32), (uint32)number,
+						 lock_class);
 }
 
 /* Add `ns` to the list unless it is there already. */
@@ -238,11 +244,15 @@ lance_change_in_flight(PG_FUNCTION_ARGS)
 		{
 			LOCKTAG entry;
 
+			/* a gap can be large (after setval): stay cancellable */
+			CHECK_FOR_INTERRUPTS();
 			set_lock_tag(&entry, CHANGE_ENTRY_LOCK, number);
 			if (LockAcquire(&entry, ShareLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 				in_flight = true;
 			else
 				LockRelease(&entry, ShareLock, true);
+			if (number == PG_INT64_MAX)
+				break; /* number++ would overflow */
 		}
 	}
 	PG_FINALLY();

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "fmgr.h"
 
 #include "catalog.h"
@@ -29,6 +30,14 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	char **locations;
 	int n;
 
+	/* a standby cannot change the catalog; the primary removes the data */
+	if (RecoveryInProgress())
+		ln_error(LN_SERVICE_UNAVAILABLE,
+				 "lance_process_drops() cannot run on a standby: run it on the primary");
+	/* data removed on disk cannot be rolled back, so the queue's updates must commit at once */
+	if (IsTransactionBlock() || IsSubTransaction())
+		ln_error_detail(LN_INVALID_INPUT, "Call it on its own, outside BEGIN ... COMMIT.",
+						"lance_process_drops() cannot run inside a transaction block");
 	PreventInTransactionBlock(true, "lance_process_drops()");
 	/* without roots every drop would look out of bounds, and fail for good */
 	if (!storage_has_local_roots())

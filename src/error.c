@@ -53,12 +53,25 @@ ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
 }
 
 /*
- * The spec's ErrorResponse, {"code": N, "error": "...", "detail": "..."}, as
- * JSON text: the one place that builds it, for the DETAIL of every Lance
- * error and for the REST answers that are not raised.
+ * An internal error: the server log gets the details under a random id, and
+ * the caller a message with that id and nothing else, since the details may
+ * name paths, process ids or the catalog's internals.
  */
-char *
-ln_error_body(int code, const char *message, const char *detail)
+static char *
+log_internal_error(const char *message, const char *detail)
+{
+	uint32 id;
+
+	if (!pg_strong_random(&id, sizeof(id)))
+		id = (uint32)random();
+	ereport(LOG, (errmsg_internal("lance_namespace: internal error %08x: %s", id, message),
+				  detail ? errdetail_internal("%s", detail) : 0));
+	return psprintf("internal error %08x; the server log has the details", id);
+}
+
+/* The ErrorResponse as JSON text, as it is: no check of what it says. */
+static char *
+build_body(int code, const char *message, const char *detail)
 {
 	StringInfoData body;
 
@@ -74,19 +87,37 @@ ln_error_body(int code, const char *message, const char *detail)
 	return body.data;
 }
 
+/*
+ * The spec's ErrorResponse, {"code": N, "error": "...", "detail": "..."}, as
+ * JSON text, for the REST answers that are not raised.  An internal error's
+ * message and detail go to the server log, not into the answer.
+ */
+char *
+ln_error_body(int code, const char *message, const char *detail)
+{
+	if (code == LN_INTERNAL)
+		return build_body(code, log_internal_error(message, detail), NULL);
+	return build_body(code, message, detail);
+}
+
+/*
+ * The one place every Lance error is raised: SQLSTATE LNxxx, the message,
+ * and the ErrorResponse as DETAIL, so that a gateway can hand it on as is.
+ */
 static void
 ln_raise(LnErrorCode code, const char *detail, const char *message)
 {
-	char *body;
-
 	/* one error per naming: the element's memory may not outlive this call */
 	if (error_element != NULL)
 		message = psprintf("%s: %s", error_element, message);
 	error_element = NULL;
-	body = ln_error_body(code, message, detail);
-
+	if (code == LN_INTERNAL)
+	{
+		message = log_internal_error(message, detail);
+		detail = NULL;
+	}
 	ereport(ERROR, (errcode(LN_SQLSTATE(code)), errmsg_internal("%s", message),
-					errdetail_internal("%s", body)));
+					errdetail_internal("%s", build_body(code, message, detail))));
 	pg_unreachable();
 }
 
@@ -135,17 +166,28 @@ ln_is_lance_error(int sqlerrcode)
 /*
  * The Lance error that stands for a PostgreSQL error (not itself a Lance
  * error): its code, a message a person can act on, and the PostgreSQL error
- * as the detail.  An internal error is logged, not swallowed.
+ * as the detail.  An internal error is logged when it is raised or answered.
  */
 void
 ln_translate_error(const ErrorData *edata, int *code, char **message, char **detail)
 {
 	*code = ln_error_code_of_sqlstate(edata->sqlerrcode);
 	if (*code == LN_INTERNAL)
-		ereport(LOG, (errmsg_internal("lance_namespace: internal error: %s", edata->message)));
-	if (*code == LN_CONCURRENT_MODIFICATION)
+	{
+		/* for the log only: ln_error_body() keeps it from the caller */
+		*message = edata->message;
+		*detail = psprintf("SQLSTATE %s%s%s", unpack_sql_state(edata->sqlerrcode),
+						   edata->detail ? ": " : "", edata->detail ? edata->detail : "");
+	}
+	else if (*code == LN_CONCURRENT_MODIFICATION)
 	{
 		*message = "the catalog was changed by a concurrent transaction; retry the request";
+		*detail = psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode), edata->message);
+	}
+	else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
+	{
+		*message = "the catalog cannot be changed here (a hot standby or a read-only "
+				   "transaction): send changes to the primary";
 		*detail = psprintf("SQLSTATE %s: %s", unpack_sql_state(edata->sqlerrcode), edata->message);
 	}
 	else

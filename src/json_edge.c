@@ -17,6 +17,8 @@
  * utils/builtins.h is left out on purpose: PostgreSQL declares a function
  * named json_object, which json-c uses as its type name.
  */
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 
@@ -26,6 +28,9 @@
 
 /* Longest object name we accept; longer names could not be indexed. */
 #define LN_MAX_NAME_BYTES 1024
+
+/* Deepest nesting of arrays and objects a request, body or header may have. */
+#define LN_MAX_JSON_DEPTH 32
 
 typedef struct JsonTree
 {
@@ -135,15 +140,26 @@ guard_tree(json_object *root)
 	return tree;
 }
 
-/* A json-c string as a palloc'ed C string, or NULL if it holds a NUL byte. */
+/*
+ * A JSON string member as a palloc'ed C string.  Whatever way a request
+ * arrives, what it names must be storable and dumpable: valid UTF-8 with no
+ * NUL byte, which a C string would silently cut short.
+ */
 static char *
-copy_string(json_object *value)
+decode_string(json_object *value, const char *prefix, const char *field)
 {
-	const char *str = json_object_get_string(value);
-	int len = json_object_get_string_len(value);
+	const char *str;
+	int len;
 
+	if (!json_object_is_type(value, json_type_string))
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be a string", prefix, field);
+	str = json_object_get_string(value);
+	len = json_object_get_string_len(value);
 	if ((int)strlen(str) != len)
-		return NULL;
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character", prefix,
+				 field);
+	if (!pg_verify_mbstr(PG_UTF8, str, len, true))
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" is not valid UTF-8", prefix, field);
 	return pnstrdup(str, len);
 }
 
@@ -152,12 +168,7 @@ decode_name(json_object *value, const char *prefix, const char *field, bool boun
 {
 	char *name;
 
-	if (!json_object_is_type(value, json_type_string))
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be a string", prefix, field);
-	name = copy_string(value);
-	if (name == NULL)
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character", prefix,
-				 field);
+	name = decode_string(value, prefix, field);
 	if (name[0] == '\0')
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not be empty", prefix, field);
 	if (bounded && strlen(name) > (size_t)LN_MAX_NAME_BYTES)
@@ -196,14 +207,14 @@ decode_map(json_object *value, const char *prefix, const char *field, LnMap *map
 		/* the macro declares its loop variables, so it opens a block of its own */
 		json_object_object_foreach(value, key, member)
 		{
-			if (!json_object_is_type(member, json_type_string))
-				ln_error(LN_INVALID_INPUT, "field \"%s%s.%s\" must be a string", prefix, field,
-						 key);
+			char *inner;
+
+			if (!pg_verify_mbstr(PG_UTF8, key, strlen(key), true))
+				ln_error(LN_INVALID_INPUT, "field \"%s%s\" has a key that is not valid UTF-8",
+						 prefix, field);
+			inner = psprintf("%s%s.", prefix, field);
 			map->keys[n] = pstrdup(key);
-			map->values[n] = copy_string(member);
-			if (map->values[n] == NULL)
-				ln_error(LN_INVALID_INPUT, "field \"%s%s.%s\" must not contain a NUL character",
-						 prefix, field, key);
+			map->values[n] = decode_string(member, inner, key);
 			n++;
 		}
 	}
@@ -413,12 +424,7 @@ decode_actions(json_object *value, const char *prefix, const char *field, LnRequ
 			{
 				json_object *v = required_member(member, inner, "value");
 
-				if (!json_object_is_type(v, json_type_string))
-					ln_error(LN_INVALID_INPUT, "field \"%s.value\" must be a string", inner);
-				action->value = copy_string(v);
-				if (action->value == NULL)
-					ln_error(LN_INVALID_INPUT,
-							 "field \"%s.value\" must not contain a NUL character", inner);
+				action->value = decode_string(v, psprintf("%s.", inner), "value");
 			}
 		}
 		if (found < 0)
@@ -470,12 +476,7 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 				*(char **)member = decode_name(value, prefix, f->key, f->type == FIELD_NAME);
 				break;
 			case FIELD_STRING:
-				if (!json_object_is_type(value, json_type_string))
-					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be a string", prefix, f->key);
-				*(char **)member = copy_string(value);
-				if (*(char **)member == NULL)
-					ln_error(LN_INVALID_INPUT, "field \"%s%s\" must not contain a NUL character",
-							 prefix, f->key);
+				*(char **)member = decode_string(value, prefix, f->key);
 				break;
 			case FIELD_BOOL:
 				if (!json_object_is_type(value, json_type_boolean))
@@ -509,17 +510,71 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 	}
 }
 
+/*
+ * Parse JSON text with json-c, its tree owned by the current memory
+ * context.  JSON nested deeper than LN_MAX_JSON_DEPTH is the client's
+ * mistake (LN013) wherever it comes from; any other failure of text that
+ * came from jsonb, which is always valid JSON, is internal.  A JSON null
+ * gives a tree whose root is NULL.
+ */
+static JsonTree *
+parse_text(const char *text, const char *what, bool from_jsonb)
+{
+	/* json-c's depth counts the top level too */
+	struct json_tokener *tok = json_tokener_new_ex(LN_MAX_JSON_DEPTH + 1);
+	json_object *root;
+	enum json_tokener_error jerr;
+	size_t end;
+
+	if (tok == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	root = json_tokener_parse_ex(tok, text, -1);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	end += strspn(text + end, " \t\r\n");
+	if (jerr != json_tokener_success || text[end] != '\0')
+	{
+		/* text after a complete value is an error too */
+		if (jerr == json_tokener_success)
+			jerr = json_tokener_error_parse_unexpected;
+		json_object_put(root);
+		json_tokener_free(tok);
+		if (jerr == json_tokener_error_depth)
+			ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
+					 LN_MAX_JSON_DEPTH);
+		if (from_jsonb)
+			ln_error(LN_INTERNAL, "could not parse %s: %s", what, json_tokener_error_desc(jerr));
+		ln_error(LN_INVALID_INPUT, "%s is not JSON: %s", what, json_tokener_error_desc(jerr));
+	}
+	json_tokener_free(tok);
+	return guard_tree(root);
+}
+
+/*
+ * JSON text from outside (a REST body) must be JSON that PostgreSQL itself
+ * would store: no \u0000 (a C string would cut it short, a key silently),
+ * no lone surrogate.  json-c accepts both, so PostgreSQL's parser checks
+ * first.
+ */
+static void
+check_json_text(const char *text, const char *what)
+{
+	JsonLexContext *lex =
+		makeJsonLexContextCstringLen((char *)text, strlen(text), GetDatabaseEncoding(), true);
+	JsonParseErrorType result = pg_parse_json(lex, &nullSemAction);
+
+	if (result != JSON_SUCCESS)
+		ln_error(LN_INVALID_INPUT, "%s is not valid JSON: %s", what, json_errdetail(result, lex));
+}
+
 void
 json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 {
 	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
-	JsonTree *tree;
-	enum json_tokener_error jerr;
+	JsonTree *tree = parse_text(text, "the request", true);
 
-	/* jsonb is always valid JSON, so this parse cannot fail short of memory */
-	tree = guard_tree(json_tokener_parse_verbose(text, &jerr));
-	if (tree->root == NULL)
-		ln_error(LN_INTERNAL, "could not parse the request: %s", json_tokener_error_desc(jerr));
+	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
+		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
 	decode_request_object(tree->root, "", known_fields, req);
 	release_tree(tree);
 }
@@ -600,16 +655,12 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
 	if (body != NULL && body[strspn(body, " \t\r\n")] != '\0')
 	{
-		enum json_tokener_error jerr;
-
-		root = json_tokener_parse_verbose(body, &jerr);
-		if (root == NULL && jerr != json_tokener_success)
-			ln_error(LN_INVALID_INPUT, "the request body is not JSON: %s",
-					 json_tokener_error_desc(jerr));
+		check_json_text(body, "the request body");
+		tree = parse_text(body, "the request body", false);
+		root = tree->root;
 	}
 	if (root == NULL) /* no body, or the literal null */
-		root = json_object_new_object();
-	tree = guard_tree(root);
+		tree = guard_tree(root = json_object_new_object());
 	if (!json_object_is_type(root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request body must be a JSON object");
 
@@ -669,12 +720,10 @@ json_decode_headers(Jsonb *headers)
 {
 	LnRequest holder;
 	char *text = JsonbToCString(NULL, &headers->root, VARSIZE(headers));
-	JsonTree *tree;
-	enum json_tokener_error jerr;
+	JsonTree *tree = parse_text(text, "the headers", true);
 
-	tree = guard_tree(json_tokener_parse_verbose(text, &jerr));
 	if (tree->root == NULL)
-		ln_error(LN_INTERNAL, "could not parse the headers: %s", json_tokener_error_desc(jerr));
+		ln_error(LN_INVALID_INPUT, "the headers must be a JSON object of strings");
 	decode_map(tree->root, "", "headers", &holder.properties);
 	release_tree(tree);
 	for (int i = 0; i < holder.properties.len; i++)

@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/resowner.h"
 
@@ -97,6 +98,9 @@ percent_decode(const char *s, size_t len)
 
 	if (out == NULL)
 		ln_error(LN_INVALID_INPUT, "the request's path or query holds an encoded NUL byte");
+	/* escapes can spell any byte: what they spell must be text we can store and dump */
+	if (!pg_verify_mbstr(PG_UTF8, out, strlen(out), true))
+		ln_error(LN_INVALID_INPUT, "the request's path or query is not valid UTF-8 once decoded");
 	return out;
 }
 
@@ -258,7 +262,10 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 			char *detail;
 
 			ln_translate_error(edata, &code, &message, &detail);
-			answer = error_answer(code, message);
+			/* only an internal error's detail is kept, for the server log */
+			answer =
+				(RestAnswer){status_of_code(code),
+							 ln_error_body(code, message, code == LN_INTERNAL ? detail : NULL)};
 		}
 		FreeErrorData(edata);
 	}
@@ -353,6 +360,7 @@ lance_rest(PG_FUNCTION_ARGS)
 	bool nulls[3] = {false, false, false};
 	char *content_type_key = "content-type";
 	char *content_type = "application/json";
+	MemoryContext call_cxt = CurrentMemoryContext;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "lance_rest must return a record");
@@ -368,11 +376,20 @@ lance_rest(PG_FUNCTION_ARGS)
 	{
 		ErrorData *edata;
 
-		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		/* the call's own context, not the query-long fn_mcxt: errors here must not pile up */
+		MemoryContextSwitchTo(call_cxt);
 		edata = CopyErrorData();
-		if (!ln_is_lance_error(edata->sqlerrcode))
-			PG_RE_THROW();
 		FlushErrorState();
+		if (!ln_is_lance_error(edata->sqlerrcode))
+		{
+			int code;
+			char *message;
+			char *detail;
+
+			/* nothing holds resources out here: raise it as the Lance error it stands for */
+			ln_translate_error(edata, &code, &message, &detail);
+			ln_error_detail(code, detail, "%s", message);
+		}
 		answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
 							  edata->detail};
 	}

@@ -774,7 +774,8 @@ storage_lock_folder(const char *path, bool exclusive)
 {
 	LOCKTAG tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0x4C4E4446 /* "LNDF" */,
-						 hash_bytes((const unsigned char *)path, strlen(path)), 2);
+	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
+						 hash_bytes((const unsigned char *)path, strlen(path)), 0x4446 /* "DF" */);
 	(void)LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }

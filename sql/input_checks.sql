@@ -1,0 +1,45 @@
+--
+-- What a request may hold, whichever way it arrives: every client mistake
+-- is LN013 (400 through REST), and nothing that could not be stored, dumped
+-- and restored is ever stored.
+--
+SET lance_namespace.local_roots = '';
+
+-- A request that is not an object, including a top-level null.
+SELECT lance_create_namespace('null');
+SELECT lance_create_namespace('"ns"');
+SELECT lance_create_namespace(NULL);
+
+-- JSON nested deeper than 32 levels, anywhere: a request, a body, a header.
+SELECT lance_create_namespace(('{"id": ["deep"], "properties": {"a": ' || repeat('[', 40) || '1' || repeat(']', 40) || '}}')::jsonb);
+SELECT status, response_body
+  FROM lance_rest('POST', '/v1/namespace/deep/create', NULL,
+                  '{"properties": ' || repeat('[', 40) || '1' || repeat(']', 40) || '}', NULL);
+SELECT status, response_body
+  FROM lance_rest('POST', '/v1/namespace/deep/create', NULL, NULL,
+                  ('{"x-trace": ' || repeat('[', 40) || '1' || repeat(']', 40) || '}')::jsonb);
+-- 32 levels are fine: the request object, properties and 30 arrays.
+SELECT lance_describe_namespace(('{"id": [], "x": {"y": ' || repeat('[', 30) || '1' || repeat(']', 30) || '}}')::jsonb);
+
+-- Bytes that are not UTF-8, spelled with percent escapes in a path or query.
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/%FF%FE/create', NULL, NULL, NULL);
+SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/%24/list', 'page_token=%C3', NULL, NULL);
+-- Well-formed UTF-8 in escapes is a name like any other.
+SELECT status, response_body::jsonb - 'transaction_id' AS body
+  FROM lance_rest('POST', '/v1/namespace/%C3%A9t%C3%A9/create', NULL, NULL, NULL);
+
+-- \u0000 in a key or a value, and a lone surrogate, in a REST body: refused,
+-- never cut short or replaced.
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/k1/create', NULL, '{"properties": {"a\u0000b": "c"}}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/k2/create', NULL, '{"properties": {"a": "b\u0000c"}}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/k3/create', NULL, '{"properties": {"a": "\ud800"}}', NULL);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/k4/create', NULL, '{"properties": {}} trailing', NULL);
+
+-- None of the refused requests left anything behind.
+SELECT name FROM lance_catalog.object WHERE id <> 0 ORDER BY name;
+
+-- The change feed after the largest number is empty, not an overflow.
+SELECT count(*) FROM lance_changes(9223372036854775807);
+SELECT count(*) FROM lance_changes(9223372036854775806, 5);
+
+SELECT lance_drop_namespace('{"id": ["été"]}') - 'transaction_id';
