@@ -88,3 +88,12 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- DROP EXTENSION lance_namespace drops the whole catalog while the tables'
+-- files stay on storage: refused while the catalog holds namespaces or
+-- tables, unless lance_namespace.allow_drop_extension is on.
+CREATE FUNCTION lance_catalog.refuse_drop_extension() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'lance_refuse_drop_extension' LANGUAGE C;
+CREATE EVENT TRIGGER lance_namespace_refuse_drop ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION')
+    EXECUTE FUNCTION lance_catalog.refuse_drop_extension();

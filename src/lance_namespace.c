@@ -9,6 +9,7 @@
 #include "utils/guc.h"
 
 #include "changes.h"
+#include "extension_guard.h"
 #include "location.h"
 #include "storage.h"
 
@@ -22,5 +23,6 @@ _PG_init(void)
 	location_init();
 	storage_init();
 	changes_init();
+	extension_guard_init();
 	MarkGUCPrefixReserved("lance_namespace");
 }
