@@ -68,7 +68,7 @@ $$;
 -- set-aside files are shown as "*".
 CREATE FUNCTION pg_temp.ls(dir text) RETURNS text[]
 LANGUAGE sql AS $$
-    SELECT coalesce(array_agg(regexp_replace(k, '\.(tmp|deleted)-\d+-[0-9a-f]{8}', '.\1-*', 'g')
+    SELECT coalesce(array_agg(regexp_replace(k, '\.(tmp|deleted)-x\d+-[0-9a-f]{8}', '.\1-*', 'g')
                               ORDER BY k COLLATE "C"), '{}')
       FROM jsonb_object_keys(pg_temp.tree(dir)) AS k
 $$;
@@ -492,7 +492,10 @@ SELECT lance_delete_table_branch('{"id": ["rf", "t"], "name": "main"}') - 'trans
 SELECT lance_delete_table_branch('{"id": ["rf", "t"]}') - 'transaction_id' AS lance_delete_table_branch;
 SELECT pg_temp.t_files() = :'files_before' AS unchanged;
 -- Otherwise it removes the branch file, the branch's versions and its
--- tree/<branch> folder; ROLLBACK (and ROLLBACK TO SAVEPOINT) put them back.
+-- tree/<branch> folder.  The files stay where they are until COMMIT, so that
+-- no reader of the table sees a deletion that may roll back, while the
+-- transaction itself no longer finds the branch; ROLLBACK (and ROLLBACK TO
+-- SAVEPOINT) leave everything as it was.
 SELECT lance_update_table_tag('{"id": ["rf", "t"], "tag": "on-b2", "version": 1, "branch": "b2"}') - 'transaction_id' AS lance_update_table_tag;
 SELECT pg_temp.t_files() AS files_before \gset
 BEGIN;
@@ -503,6 +506,21 @@ SELECT pg_temp.try('lance_list_table_versions', '{"id": ["rf", "t"], "branch": "
 ROLLBACK;
 SELECT pg_temp.t_files() = :'files_before' AS unchanged;
 SELECT pg_temp.versions('feature/x') AS feature_x;
+-- A tag made in an open transaction is written next to its final name and
+-- appears under it only at COMMIT; the transaction itself sees it at once.
+BEGIN;
+SELECT lance_create_table_tag('{"id": ["rf", "t"], "tag": "pending", "version": 1}') - 'transaction_id' AS lance_create_table_tag;
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags');
+SELECT lance_get_table_tag_version('{"id": ["rf", "t"], "tag": "pending"}');
+SELECT lance_list_table_tags('{"id": ["rf", "t"]}') -> 'tags' ? 'pending' AS listed;
+COMMIT;
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags');
+BEGIN;
+SELECT lance_delete_table_tag('{"id": ["rf", "t"], "tag": "pending"}') - 'transaction_id' AS lance_delete_table_tag;
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags');
+SELECT lance_list_table_tags('{"id": ["rf", "t"]}') -> 'tags' ? 'pending' AS listed;
+COMMIT;
+SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags');
 BEGIN;
 SAVEPOINT s1;
 SELECT lance_delete_table_branch('{"id": ["rf", "t"], "name": "feature/x"}') - 'transaction_id' AS lance_delete_table_branch;

@@ -55,11 +55,47 @@ typedef struct FileUndo
 
 static FileUndo *undo_list = NULL;
 
+/*
+ * A change to a table's refs that waits for the commit: readers of the
+ * table (Lance clients) must not see a tag or branch that a transaction
+ * still in flight may roll back.  The new content is written and flushed
+ * at once, next to its final name; at pre-commit it is moved into place
+ * (and recorded in undo_list, in case the commit fails after that).
+ * Newest first.  Reads of the same transaction see the pending state.
+ */
+typedef struct PendingRef
+{
+	char *path;		 /* the ref file, or a branch's tree folder */
+	char *folder;	 /* the folder listed for its kind (NULL for a tree folder) */
+	char *name;		 /* the ref's name, as listed */
+	char *temp;		 /* the new content; NULL: a removal */
+	bool create;	 /* only where there is none */
+	SubTransactionId subid;
+	struct PendingRef *next;
+} PendingRef;
+
+static PendingRef *pending_refs = NULL;
+
 /* lance_namespace.local_roots: folders under which the catalog manages versions. */
 static char *local_roots = NULL;
 
 static void raise_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 static void check_real_parent(const char *path);
+
+/*
+ * Files this module leaves next to others while a transaction runs: a
+ * set-aside original and a temporary file.  Their names carry the
+ * transaction's full id, so that a sweep after a crash can tell whether
+ * that transaction committed (see storage_sweep_table).
+ */
+#define SET_ASIDE_MARK ".deleted-x"
+#define TEMP_MARK	   ".tmp-x"
+
+static char *
+transaction_tag(void)
+{
+	return psprintf(UINT64_FORMAT, U64FromFullTransactionId(GetTopFullTransactionId()));
+}
 
 static FileUndo *
 new_undo(void)
@@ -104,7 +140,7 @@ set_aside(const char *path)
 	check_real_parent(path);
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
 		nonce = (uint32)MyProcPid;
-	trash = psprintf("%s.deleted-%d-%08x", path, MyProcPid, nonce);
+	trash = psprintf("%s" SET_ASIDE_MARK "%s-%08x", path, transaction_tag(), nonce);
 	if (rename(path, trash) != 0)
 	{
 		if (errno == ENOENT)
@@ -117,6 +153,8 @@ set_aside(const char *path)
 	return true;
 }
 
+static void apply_pending_refs(void);
+static void discard_pending_refs(bool all, SubTransactionId subid);
 static void storage_xact_callback(XactEvent event, void *arg);
 static void storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 									 SubTransactionId parentSubid, void *arg);
@@ -378,7 +416,7 @@ storage_materialize_manifest(const ManifestCopy *copy)
 
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
 		nonce = (uint32)MyProcPid;
-	temp = psprintf("%s.tmp-%d-%08x", copy->final_file, MyProcPid, nonce);
+	temp = psprintf("%s" TEMP_MARK "%s-%08x", copy->final_file, transaction_tag(), nonce);
 
 	PG_TRY();
 	{
@@ -446,9 +484,13 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (undo_list != NULL)
+			if (undo_list != NULL || pending_refs != NULL)
 				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that changed files on "
 										 "local storage (versions, tags or branches)");
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			apply_pending_refs();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -458,6 +500,7 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			discard_pending_refs(true, InvalidSubTransactionId);
 			for (FileUndo *u = undo_list; u != NULL; u = u->next)
 				undo_on_abort(u);
 			undo_list = NULL;
@@ -475,6 +518,12 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
 
 	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
 		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		discard_pending_refs(false, mySubid);
+	else
+		for (PendingRef *p = pending_refs; p != NULL; p = p->next)
+			if (p->subid == mySubid)
+				p->subid = parentSubid;
 	while (*link != NULL)
 	{
 		FileUndo *u = *link;
@@ -570,11 +619,10 @@ ref_file(const char *location, const char *kind, const char *name)
 	return buf.data;
 }
 
-/* The content of a ref file, or NULL if there is none. */
-char *
-storage_read_ref(const char *location, const char *kind, const char *name)
+/* The content of a file, or NULL if there is none. */
+static char *
+read_file_text(const char *path)
 {
-	char *path = ref_file(location, kind, name);
 	StringInfoData buf;
 	char chunk[8192];
 	ssize_t n;
@@ -599,6 +647,69 @@ storage_read_ref(const char *location, const char *kind, const char *name)
 	}
 	CloseTransientFile(fd);
 	return buf.data;
+}
+
+/* This transaction's newest pending change of `path`, or NULL. */
+static PendingRef *
+pending_change(const char *path)
+{
+	for (PendingRef *p = pending_refs; p != NULL; p = p->next)
+		if (strcmp(p->path, path) == 0)
+			return p;
+	return NULL;
+}
+
+/* True if this transaction removes a folder that holds `path`. */
+static bool
+pending_removal_above(const char *path)
+{
+	for (PendingRef *p = pending_refs; p != NULL; p = p->next)
+	{
+		size_t len = strlen(p->path);
+
+		if (p->temp == NULL && strncmp(p->path, path, len) == 0 && path[len] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* Whether a ref file exists, as this transaction sees it. */
+static bool
+ref_exists(const char *path)
+{
+	PendingRef *p = pending_change(path);
+	struct stat st;
+
+	if (p != NULL)
+		return p->temp != NULL;
+	return lstat(path, &st) == 0;
+}
+
+static void
+add_pending(const char *path, const char *folder, const char *name, const char *temp, bool create)
+{
+	PendingRef *p = MemoryContextAllocZero(TopTransactionContext, sizeof(PendingRef));
+
+	p->path = MemoryContextStrdup(TopTransactionContext, path);
+	p->folder = folder ? MemoryContextStrdup(TopTransactionContext, folder) : NULL;
+	p->name = name ? MemoryContextStrdup(TopTransactionContext, name) : NULL;
+	p->temp = temp ? MemoryContextStrdup(TopTransactionContext, temp) : NULL;
+	p->create = create;
+	p->subid = GetCurrentSubTransactionId();
+	p->next = pending_refs;
+	pending_refs = p;
+}
+
+/* The content of a ref file, as this transaction sees it, or NULL if there is none. */
+char *
+storage_read_ref(const char *location, const char *kind, const char *name)
+{
+	char *path = ref_file(location, kind, name);
+	PendingRef *p = pending_change(path);
+
+	if (p != NULL)
+		return p->temp != NULL ? read_file_text(p->temp) : NULL;
+	return read_file_text(path);
 }
 
 /* Make a folder readable by every reader of the table (the server's umask would hide it). */
@@ -626,7 +737,7 @@ write_temp(const char *path, const char *content)
 
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
 		nonce = (uint32)MyProcPid;
-	temp = psprintf("%s.tmp-%d-%08x", path, MyProcPid, nonce);
+	temp = psprintf("%s" TEMP_MARK "%s-%08x", path, transaction_tag(), nonce);
 	fd = OpenTransientFilePerm(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | PG_BINARY, 0644);
 	if (fd < 0)
 		raise_io_error("create", temp, errno);
@@ -643,61 +754,131 @@ write_temp(const char *path, const char *content)
 }
 
 /*
- * Write a ref file all at once.  `create`: only if there is none (false if
- * there is one); otherwise only over an existing one (false if there is
- * none).  Undone if the transaction rolls back.
+ * Write a ref file, all at once when the transaction commits.  `create`:
+ * only if there is none (false if there is one); otherwise only over an
+ * existing one (false if there is none).
  */
 bool
 storage_write_ref(const char *location, const char *kind, const char *name, const char *content,
 				  bool create)
 {
 	char *path = ref_file(location, kind, name);
-	char *temp;
-	struct stat st;
 
 	make_folder(psprintf("%s/_refs", table_folder(location)));
 	make_folder(refs_folder(location, kind));
-	if (!create && lstat(path, &st) != 0)
+	if (ref_exists(path) == create)
 		return false;
-
 	check_real_parent(path);
-	temp = write_temp(path, content);
-	if (create)
-	{
-		int rc = link(temp, path);
-		int err = errno;
-
-		unlink(temp);
-		if (rc != 0 && err == EEXIST)
-			return false;
-		if (rc != 0)
-			raise_io_error("create", path, err);
-	}
-	else
-	{
-		if (!set_aside(path))
-		{
-			unlink(temp);
-			return false;
-		}
-		if (rename(temp, path) != 0)
-		{
-			int err = errno;
-
-			unlink(temp);
-			raise_io_error("replace", path, err);
-		}
-	}
-	undo_created(path, NULL);
-	flush_folder(path);
+	add_pending(path, refs_folder(location, kind), name, write_temp(path, content), create);
 	return true;
 }
 
-/* Delete a ref file; false if there is none.  Undone if the transaction rolls back. */
+/* Delete a ref file when the transaction commits; false if there is none. */
 bool
 storage_delete_ref(const char *location, const char *kind, const char *name)
 {
-	return set_aside(ref_file(location, kind, name));
+	char *path = ref_file(location, kind, name);
+
+	if (!ref_exists(path))
+		return false;
+	add_pending(path, refs_folder(location, kind), name, NULL, false);
+	return true;
+}
+
+/* Move one pending change into place, at pre-commit. */
+static void
+apply_pending(const PendingRef *p)
+{
+	if (p->temp == NULL)
+	{
+		(void)set_aside(p->path);
+		return;
+	}
+	check_real_parent(p->path);
+	if (p->create)
+	{
+		int rc = link(p->temp, p->path);
+		int err = errno;
+
+		(void)unlink(p->temp);
+		if (rc != 0 && err == EEXIST)
+			ln_error(LN_CONCURRENT_MODIFICATION,
+					 "\"%s\" was created by another writer while this transaction ran", p->name);
+		if (rc != 0)
+			raise_io_error("create", p->path, err);
+	}
+	else
+	{
+		(void)set_aside(p->path);
+		if (rename(p->temp, p->path) != 0)
+		{
+			int err = errno;
+
+			(void)unlink(p->temp);
+			raise_io_error("replace", p->path, err);
+		}
+	}
+	undo_created(p->path, NULL);
+	flush_folder(p->path);
+}
+
+/*
+ * Apply every pending change, oldest first.  Each is taken off the list as
+ * it is applied: if one fails the transaction aborts, undo_list restores
+ * what was applied, and the abort discards what was not.
+ */
+static void
+apply_pending_refs(void)
+{
+	PendingRef *oldest_first = NULL;
+
+	while (pending_refs != NULL)
+	{
+		PendingRef *p = pending_refs;
+
+		pending_refs = p->next;
+		p->next = oldest_first;
+		oldest_first = p;
+	}
+	pending_refs = oldest_first;
+	while (pending_refs != NULL)
+	{
+		PendingRef *p = pending_refs;
+
+		pending_refs = p->next;
+		PG_TRY();
+		{
+			apply_pending(p);
+		}
+		PG_CATCH();
+		{
+			if (p->temp != NULL)
+				(void)unlink(p->temp);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
+}
+
+/* Drop pending changes (all, or those of one subtransaction) and their files. */
+static void
+discard_pending_refs(bool all, SubTransactionId subid)
+{
+	PendingRef **link = &pending_refs;
+
+	while (*link != NULL)
+	{
+		PendingRef *p = *link;
+
+		if (!all && p->subid != subid)
+		{
+			link = &p->next;
+			continue;
+		}
+		if (p->temp != NULL)
+			(void)unlink(p->temp);
+		*link = p->next;
+	}
 }
 
 static int
@@ -735,6 +916,27 @@ storage_list_refs(const char *location, const char *kind, char ***names)
 		(*names)[n++] = name;
 	}
 	FreeDir(dir);
+
+	/* what this transaction creates and removes, oldest change first */
+	for (PendingRef *p = pending_refs; p != NULL; p = p->next)
+	{
+		PendingRef *newest;
+		int k;
+
+		if (p->folder == NULL || strcmp(p->folder, folder) != 0 ||
+			(newest = pending_change(p->path)) != p)
+			continue;
+		for (k = 0; k < n && strcmp((*names)[k], p->name) != 0; k++)
+			;
+		if (p->temp != NULL && k == n)
+		{
+			if (n == capacity)
+				*names = repalloc(*names, sizeof(char *) * (capacity *= 2));
+			(*names)[n++] = pstrdup(p->name);
+		}
+		else if (p->temp == NULL && k < n)
+			(*names)[k] = (*names)[--n];
+	}
 	qsort(*names, n, sizeof(char *), compare_names);
 	return n;
 }
@@ -745,22 +947,23 @@ storage_branch_exists(const char *location, const char *branch)
 {
 	struct stat st;
 
+	char *versions = psprintf("%s/tree/%s/_versions", table_folder(location), branch);
+
 	if (storage_read_ref(location, "branches", branch) != NULL)
 		return true;
-	return lstat(psprintf("%s/tree/%s/_versions", table_folder(location), branch), &st) == 0 &&
-		   S_ISDIR(st.st_mode);
+	return !pending_removal_above(versions) && lstat(versions, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /*
  * Set aside the folder a branch's versions live in, Lance's tree/<branch>,
- * to remove it when the deletion commits.  Branches below it (tree/a/b for
+ * when the deletion commits (and remove it once it has).  Branches below it (tree/a/b for
  * branch a) live inside that folder: then it stays, as Lance leaves it.
  */
 void
 storage_delete_branch_data(const char *location, const char *branch, bool has_children)
 {
 	if (!has_children)
-		(void)set_aside(psprintf("%s/tree/%s", table_folder(location), branch));
+		add_pending(psprintf("%s/tree/%s", table_folder(location), branch), NULL, NULL, NULL, false);
 }
 
 /*
