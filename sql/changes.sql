@@ -412,7 +412,7 @@ SELECT lance_drop_namespace('{"id": ["ch_tx"]}') - 'transaction_id' AS lance_dro
 \! echo target > /tmp/lance_namespace_changes/outside/target/file; echo outside > /tmp/lance_namespace_changes/outside/o.lance/data; echo sym > /tmp/lance_namespace_changes/outside/sym.lance/data
 \! ln -s /tmp/lance_namespace_changes/outside/target /tmp/lance_namespace_changes/root/ns/links.lance/dir_link
 \! ln -s /tmp/lance_namespace_changes/outside/target/file /tmp/lance_namespace_changes/root/ns/links.lance/sub/file_link
-\! ln -s /tmp/lance_namespace_changes/outside/sym.lance /tmp/lance_namespace_changes/root/ns/sym.lance
+\! mkdir -p /tmp/lance_namespace_changes/root/ns/sym.lance /tmp/lance_namespace_changes/root/ns/ext && ln -s /tmp/lance_namespace_changes/outside/sym.lance /tmp/lance_namespace_changes/root/ns/ext/linked.lance
 \! chmod -R 777 /tmp/lance_namespace_changes
 SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
 
@@ -440,6 +440,13 @@ SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "links"], "locati
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "late"], "location": "/tmp/lance_namespace_changes/root/ns/late.lance"}'));
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "canceled"], "location": "/tmp/lance_namespace_changes/root/ns/canceled.lance"}'));
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "sym"], "location": "/tmp/lance_namespace_changes/root/ns/sym.lance"}'));
+-- A location below the root that is a link (or passes through one) is
+-- refused: the folder it names is elsewhere, and two spellings of one
+-- folder could not be told apart.
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "linked"], "location": "/tmp/lance_namespace_changes/root/ns/ext/linked.lance"}'));
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "linked"], "location": "/tmp/lance_namespace_changes/root/ns/ext/linked.lance/sub"}'));
+-- Any spelling of another table's folder is that folder.
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "respelled"], "location": "/tmp/lance_namespace_changes/root/ns/ext/../t.lance/"}'));
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "outside"], "location": "/tmp/lance_namespace_changes/outside/o.lance"}'));
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "dotdot"], "location": "/tmp/lance_namespace_changes/root/../outside/o.lance"}'));
 SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "root"], "location": "/tmp/lance_namespace_changes/root"}'));
@@ -478,6 +485,9 @@ SELECT lance_process_drops();
 ROLLBACK;
 SELECT n, status FROM log WHERE status = 'Queued' ORDER BY n;
 
+-- sym.lance is swapped for a link to a folder outside after its drop: its
+-- removal removes the link and leaves the target alone.
+\! rm -rf /tmp/lance_namespace_changes/root/ns/sym.lance && ln -s /tmp/lance_namespace_changes/outside/sym.lance /tmp/lance_namespace_changes/root/ns/sym.lance
 SELECT lance_process_drops() AS processed;
 SELECT n, operation, objects, status, properties FROM log
  WHERE operation = 'DropTable' AND objects[1] LIKE 'ch\_local$%' ORDER BY n;
@@ -563,6 +573,18 @@ SELECT lance_list_table_indices('{}');
 -- they recorded nothing
 SELECT count(*) = :entries_before AS nothing_recorded FROM log;
 SELECT lance_drop_namespace('{"id": ["ch_un"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+
+-- A drop that queued nothing (a table not under the local roots), set to
+-- Queued by AlterTransaction: lance_process_drops() fails it with a reason.
+-- (It crashed the server on the missing location.)
+SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
+SELECT lance_create_namespace('{"id": ["ch_requeued"]}') - 'transaction_id' AS lance_create_namespace;
+SELECT lance_register_table('{"id": ["ch_requeued", "t"], "location": "s3://bucket/requeued"}') - 'transaction_id' AS lance_register_table;
+SELECT lance_drop_table('{"id": ["ch_requeued", "t"]}') ->> 'transaction_id' AS requeued_tx \gset
+SELECT pg_temp.alter_tx(:'requeued_tx', '[{"setStatusAction": {"status": "Queued"}}]');
+SELECT lance_process_drops() AS processed;
+SELECT status, properties FROM lance_catalog.change WHERE transaction_id = :'requeued_tx';
+SELECT lance_drop_namespace('{"id": ["ch_requeued"]}') - 'transaction_id' AS lance_drop_namespace;
 
 -- Clean up.
 DROP FUNCTION pg_temp.pages(bigint, integer);

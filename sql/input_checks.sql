@@ -43,3 +43,8 @@ SELECT count(*) FROM lance_changes(9223372036854775807);
 SELECT count(*) FROM lance_changes(9223372036854775806, 5);
 
 SELECT lance_drop_namespace('{"id": ["été"]}') - 'transaction_id';
+
+-- Any "after" is answered at once: below 1 means from the start, and a gap
+-- of any size is checked against the lock table, not number by number.
+SELECT count(*) >= 0 AS answered FROM lance_changes(-9223372036854775808, 5);
+SELECT lance_catalog.change_in_flight(1, 9223372036854775807) AS in_flight;

@@ -69,7 +69,8 @@ BEGIN
     IF after >= 9223372036854775807 THEN
         RETURN;
     END IF;
-    expected := after + 1;
+    -- entries are numbered from 1: an "after" below that means from the start
+    expected := GREATEST(after, 0) + 1;
     WHILE returned < max_entries LOOP
         SELECT * INTO entry FROM lance_catalog.change c
          WHERE c.seq >= expected ORDER BY c.seq LIMIT 1;
@@ -97,3 +98,15 @@ CREATE FUNCTION lance_catalog.refuse_drop_extension() RETURNS event_trigger
 CREATE EVENT TRIGGER lance_namespace_refuse_drop ON ddl_command_start
     WHEN TAG IN ('DROP EXTENSION')
     EXECUTE FUNCTION lance_catalog.refuse_drop_extension();
+
+-- Sweep what transactions that ended in a crash left in the tables' folders
+-- (set-aside originals, temporary files): the background worker does it
+-- after every start; without it, call this after a crash, outside a
+-- transaction block.  Answers how many files and folders it removed or put
+-- back.
+CREATE FUNCTION lance_sweep_leftovers() RETURNS integer
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+-- lance_catalog.local_path() now resolves ".." by spelling, so that every
+-- spelling of one folder has one key: rebuild the index on it.
+REINDEX INDEX lance_catalog.object_table_local_path_idx;

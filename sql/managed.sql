@@ -285,6 +285,16 @@ SELECT pg_temp.ls('/tmp/lance_namespace_regress/root/ns/t 2%41.lance/_versions')
 SELECT lance_register_table('{"id": ["mg", "twin"], "location": "file:///tmp/lance_namespace_regress/root/ns/t.lance/"}');
 SELECT lance_register_table('{"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance", "mode": "Overwrite"}') - 'transaction_id' AS lance_register_table;
 
+-- Declaring a table that exists is LN005 whatever the location: the
+-- operation's own precondition comes before the location check, so a table
+-- declared again at its own folder is not told that the folder is another
+-- table's.  The same inside a BatchCommitTables.
+SELECT lance_declare_table('{"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}');
+SELECT lance_batch_commit_tables('{"operations": [{"declare_table": {"id": ["mg", "t"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}}]}');
+-- A new name at another table's folder is still refused (LN013).
+SELECT lance_declare_table('{"id": ["mg", "twin"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}');
+SELECT lance_batch_commit_tables('{"operations": [{"declare_table": {"id": ["mg", "twin"], "location": "/tmp/lance_namespace_regress/root/ns/t.lance"}}]}');
+
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["mg"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_regress

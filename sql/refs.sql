@@ -43,7 +43,8 @@ SET lance_namespace.local_roots = '/tmp/lance_namespace_refs/root';
 \i test/sql/show.sql
 
 -- Every file and folder below a folder, as the server sees them: a map
--- from the path relative to it to the file's content ("" for a folder).
+-- from the path relative to it to the file's content ("" for a folder; the
+-- SHA-256 of a file that is not text, such as a real Lance manifest).
 CREATE FUNCTION pg_temp.tree(dir text, rel text DEFAULT '') RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -56,7 +57,10 @@ BEGIN
         IF (pg_stat_file(dir || p)).isdir THEN
             result := result || jsonb_build_object(p || '/', '') || pg_temp.tree(dir, p);
         ELSE
-            result := result || jsonb_build_object(p, pg_read_file(dir || p));
+            result := result || jsonb_build_object(p, CASE
+                WHEN position('\x00'::bytea IN pg_read_binary_file(dir || p)) > 0
+                THEN 'sha256:' || encode(sha256(pg_read_binary_file(dir || p)), 'hex')
+                ELSE pg_read_file(dir || p) END);
         END IF;
     END LOOP;
     RETURN result;
@@ -114,9 +118,12 @@ $$;
 --
 SELECT lance_create_namespace('{"id": ["rf"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT lance_declare_table('{"id": ["rf", "t"], "location": "/tmp/lance_namespace_refs/root/ns/t.lance"}') ->> 'managed_versioning' AS managed;
-COPY (SELECT 'm1') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551614.manifest-s1';
+-- Versions branches fork from are real Lance manifests: a branch's first
+-- manifest is its fork point's, rewritten (test/fixtures/lance.manifest was
+-- written by the official client).
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551614.manifest-s1
 COPY (SELECT 'main v2') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551613.manifest-s2';
-COPY (SELECT 'main version 3') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551612.manifest-s3';
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551612.manifest-s3
 SELECT jsonb_path_query_array(lance_batch_create_table_versions('{"entries": [
     {"id": ["rf", "t"], "version": 1, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551614.manifest-s1"},
     {"id": ["rf", "t"], "version": 2, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551613.manifest-s2"},
@@ -346,7 +353,7 @@ SELECT lance_describe_table('{"id": ["rf", "t"], "tag": "x.lock"}');
 -- go.  Tags now: v1 -> 2, kept -> 3, by-lance -> 3, release-3 -> 3.
 --
 COPY (SELECT 'main version 4!') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551611.manifest-s4';
-COPY (SELECT 'main version 5!!') TO '/tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551610.manifest-s5';
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551610.manifest-s5
 SELECT lance_create_table_version('{"id": ["rf", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551611.manifest-s4"}') #> '{version,version}' AS version;
 SELECT lance_create_table_version('{"id": ["rf", "t"], "version": 5, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/_versions/18446744073709551610.manifest-s5"}') #> '{version,version}' AS version;
 SELECT lance_batch_delete_table_versions('{"id": ["rf", "t"], "ranges": [{"start_version": 2, "end_version": 3}]}') - 'transaction_id' AS lance_batch_delete_table_versions;
@@ -387,7 +394,7 @@ SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs');
 -- manifest is in tree/b1/_versions, and so is the final one.  Main does
 -- not change.
 \! mkdir -p /tmp/lance_namespace_refs/root/ns/t.lance/tree/b1/_versions && chmod -R 777 /tmp/lance_namespace_refs/root/ns/t.lance/tree
-COPY (SELECT 'b1 version 6 manifest') TO '/tmp/lance_namespace_refs/root/ns/t.lance/tree/b1/_versions/18446744073709551609.manifest-b6';
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/t.lance/tree/b1/_versions/18446744073709551609.manifest-b6
 SELECT pg_temp.show(lance_create_table_version('{"id": ["rf", "t"], "branch": "b1", "version": 6, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/tree/b1/_versions/18446744073709551609.manifest-b6"}'));
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/tree');
 SELECT pg_temp.versions('b1') AS b1, pg_temp.versions() AS main;
@@ -574,7 +581,7 @@ SELECT lance_list_table_versions('{"id": ["rf", "t"], "branch": "by-lance"}');
 SELECT lance_describe_table('{"id": ["rf", "t"], "branch": "by-lance"}') - 'transaction_id' AS lance_describe_table;
 SELECT lance_describe_table_version('{"id": ["rf", "t"], "branch": "by-lance"}');
 \! mkdir -p /tmp/lance_namespace_refs/root/ns/t.lance/tree/by-lance/_versions && chmod -R 777 /tmp/lance_namespace_refs/root/ns/t.lance/tree
-COPY (SELECT 'by-lance v4') TO '/tmp/lance_namespace_refs/root/ns/t.lance/tree/by-lance/_versions/18446744073709551611.manifest-l4';
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/t.lance/tree/by-lance/_versions/18446744073709551611.manifest-l4
 SELECT pg_temp.show(lance_create_table_version('{"id": ["rf", "t"], "branch": "by-lance", "version": 4, "manifest_path": "tmp/lance_namespace_refs/root/ns/t.lance/tree/by-lance/_versions/18446744073709551611.manifest-l4"}'));
 SELECT pg_temp.show(lance_describe_table_version('{"id": ["rf", "t"], "branch": "by-lance"}'));
 SELECT pg_temp.show(lance_create_table_tag('{"id": ["rf", "t"], "tag": "on-lance", "version": 4, "branch": "by-lance"}'));
@@ -672,7 +679,7 @@ SELECT lance_get_table_tag_version('{"id": ["rf", "t"], "tag": "v1"}');
 --
 \! mkdir -p /tmp/lance_namespace_refs/root/ns/lk.lance/_versions /tmp/lance_namespace_refs/elsewhere && ln -s /tmp/lance_namespace_refs/elsewhere /tmp/lance_namespace_refs/root/ns/lk.lance/_refs && chmod -R 777 /tmp/lance_namespace_refs
 SELECT lance_declare_table('{"id": ["rf", "lk"], "location": "/tmp/lance_namespace_refs/root/ns/lk.lance"}') ->> 'managed_versioning' AS managed;
-COPY (SELECT 'lk v1') TO '/tmp/lance_namespace_refs/root/ns/lk.lance/_versions/18446744073709551614.manifest-k';
+\! cp test/fixtures/lance.manifest /tmp/lance_namespace_refs/root/ns/lk.lance/_versions/18446744073709551614.manifest-k
 SELECT lance_create_table_version('{"id": ["rf", "lk"], "version": 1, "manifest_path": "tmp/lance_namespace_refs/root/ns/lk.lance/_versions/18446744073709551614.manifest-k"}') #>> '{version,version}' AS version;
 SELECT lance_create_table_tag('{"id": ["rf", "lk"], "tag": "t1", "version": 1}');
 SELECT lance_create_table_branch('{"id": ["rf", "lk"], "name": "b1"}');

@@ -8,11 +8,13 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 
 #include "catalog.h"
 #include "error.h"
@@ -21,6 +23,7 @@ typedef enum CatalogStatement
 {
 	STMT_LOOKUP_CHILD,
 	STMT_LOOKUP_CHILD_FOR_UPDATE,
+	STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
 	STMT_INSERT_OBJECT,
 	STMT_SET_PROPERTIES,
 	STMT_REREGISTER_TABLE,
@@ -52,6 +55,8 @@ typedef enum CatalogStatement
 	STMT_LOCATION_TAKEN,
 	STMT_GET_VERSION,
 	STMT_DELETE_VERSIONS,
+	STMT_TABLES_EXIST,
+	STMT_LIST_TABLE_LOCATIONS,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -93,6 +98,15 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOOKUP_CHILD_FOR_UPDATE] =
 		{"SELECT " OBJECT_COLUMNS " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2"
 		 " FOR UPDATE",
+		 2,
+		 {INT8OID, TEXTOID}},
+	/* the namespace something is made in: waits for a drop, and holds off the next one */
+	[STMT_LOOKUP_CHILD_FOR_KEY_SHARE] =
+		{"SELECT o.id, o.kind = 'table', o.name, o.location, coalesce(o.declared, false),"
+		 "       ARRAY(SELECT ARRAY[e.key, e.value]"
+		 "               FROM pg_catalog.jsonb_each_text(o.properties) AS e)"
+		 "  FROM lance_catalog.object o WHERE o.parent_id = $1 AND o.name = $2"
+		 " FOR KEY SHARE",
 		 2,
 		 {INT8OID, TEXTOID}},
 	[STMT_INSERT_OBJECT] =
@@ -172,16 +186,21 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "        metadata)"
 		 " SELECT e.table_id, e.branch, e.version, e.manifest_path, e.manifest_size, e.e_tag,"
 		 "        e.naming_scheme,"
-		 "        coalesce((SELECT jsonb_object_agg(m.key, m.value)"
-		 "                    FROM unnest($8::int8[], $9::text[], $10::text[]) AS m(entry, key, "
-		 "value)"
+		 "        coalesce((SELECT pg_catalog.jsonb_object_agg(m.key, m.value)"
+		 "                    FROM ROWS FROM (pg_catalog.unnest($8::int8[]),"
+		 "                                    pg_catalog.unnest($9::text[]),"
+		 "                                    pg_catalog.unnest($10::text[]))"
+		 "                         AS m(entry, key, value)"
 		 "                   WHERE m.entry = e.ord), '{}')"
-		 "   FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[],"
-		 "               $7::text[]) WITH ORDINALITY"
-		 "        AS e(table_id, branch, version, manifest_path, manifest_size, e_tag, "
-		 "naming_scheme,"
-		 "             ord)"
+		 "   FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]),"
+		 "                   pg_catalog.unnest($3::int8[]), pg_catalog.unnest($4::text[]),"
+		 "                   pg_catalog.unnest($5::int8[]), pg_catalog.unnest($6::text[]),"
+		 "                   pg_catalog.unnest($7::text[])) WITH ORDINALITY"
+		 "        AS e(table_id, branch, version, manifest_path, manifest_size, e_tag,"
+		 "             naming_scheme, ord)"
+		 "   JOIN lance_catalog.object o ON o.id = e.table_id"
 		 "  ORDER BY e.ord"
+		 "    FOR KEY SHARE OF o"
 		 " ON CONFLICT DO NOTHING"
 		 " RETURNING table_id, branch, version, (extract(epoch FROM created_at) * 1000)::bigint",
 		 10,
@@ -283,17 +302,29 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 							  " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
 							  3,
 							  {INT8OID, TEXTOID, TEXTOID}},
+	/* one version: its table found by key and locked, as in STMT_INSERT_VERSIONS */
 	[STMT_INSERT_VERSION] =
 		{"INSERT INTO lance_catalog.version"
 		 "       (table_id, branch, version, manifest_path, manifest_size, e_tag,"
 		 "        naming_scheme, metadata)"
-		 " VALUES ($1, $2, $3, $4, $5, $6, $7, jsonb_object($8, $9))"
+		 " SELECT o.id, $2, $3, $4, $5, $6, $7, pg_catalog.jsonb_object($8, $9)"
+		 "   FROM lance_catalog.object o WHERE o.id = $1"
+		 "    FOR KEY SHARE"
 		 " ON CONFLICT DO NOTHING"
 		 " RETURNING table_id, branch, version,"
 		 "           (extract(epoch FROM created_at) * 1000)::bigint",
 		 9,
 		 {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTARRAYOID,
 		  TEXTARRAYOID}},
+	[STMT_TABLES_EXIST] = {"SELECT o.id FROM lance_catalog.object o"
+						   " WHERE o.id = ANY ($1) AND o.kind = 'table'",
+						   1,
+						   {INT8ARRAYOID}},
+	/* every table's location, in id order, for the sweep after a crash */
+	[STMT_LIST_TABLE_LOCATIONS] = {"SELECT id, location FROM lance_catalog.object"
+								   " WHERE kind = 'table' AND id > $1 ORDER BY id LIMIT $2",
+								   2,
+								   {INT8OID, INT4OID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -472,13 +503,21 @@ text_datum_or_null(const char *s, char *null)
 	return s ? CStringGetTextDatum(s) : (Datum)0;
 }
 
+/*
+ * The object named `name` under parent_id, with the row lock `lock` (see
+ * CatalogLock); false if there is none.
+ */
 bool
-catalog_lookup_child(int64 parent_id, const char *name, bool for_update, CatalogObject *out)
+catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock, CatalogObject *out)
 {
+	static const CatalogStatement statements[] = {
+		[CATALOG_NO_LOCK] = STMT_LOOKUP_CHILD,
+		[CATALOG_KEY_SHARE] = STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
+		[CATALOG_FOR_UPDATE] = STMT_LOOKUP_CHILD_FOR_UPDATE};
 	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
 	bool isnull;
 
-	execute(for_update ? STMT_LOOKUP_CHILD_FOR_UPDATE : STMT_LOOKUP_CHILD, values, NULL, 1);
+	execute(statements[lock], values, NULL, 1);
 	if (SPI_processed == 0)
 		return false;
 
@@ -571,13 +610,49 @@ catalog_delete_subtree(int64 id)
 	execute(STMT_DELETE_SUBTREE, values, NULL, 0);
 }
 
-void
+/*
+ * Give object `id` a new parent and name.  Returns false, having changed
+ * nothing, if the name is taken there: the unique key decides, waiting for
+ * a concurrent transaction that takes the name, so the update runs in a
+ * subtransaction of its own that a unique violation rolls back.  (Renames
+ * are rare; the hot paths never pay for a subtransaction.)
+ */
+bool
 catalog_move_object(int64 id, int64 new_parent_id, const char *new_name)
 {
 	Datum values[3] = {Int64GetDatum(id), Int64GetDatum(new_parent_id),
 					   CStringGetTextDatum(new_name)};
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool moved = true;
 
-	execute(STMT_MOVE_OBJECT, values, NULL, 0);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		execute(STMT_MOVE_OBJECT, values, NULL, 0);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* roll back first in any case: the caller's own subtransactions come next */
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		moved = false;
+	}
+	PG_END_TRY();
+	return moved;
 }
 
 /*
@@ -665,6 +740,13 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
  * inserted: inserted[i] tells, and each inserted row's timestamp_millis is
  * set.  The primary key decides, so that of two writers of one version
  * exactly one inserts it; the other waits for the first to finish.
+ *
+ * The statement finds each version's table by key and locks it FOR KEY
+ * SHARE, in the order of `rows`, before inserting: a table being deleted
+ * (deregistered, dropped) is waited for, and a version of a table deleted
+ * meanwhile is not inserted either (catalog_tables_exist() then tells the
+ * two apart), rather than failing on the foreign key.  A rename changes no
+ * table's key, so a version follows its table through one.
  */
 void
 catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
@@ -762,6 +844,26 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 				row++;
 			}
 		}
+	}
+}
+
+/*
+ * Which of the tables table_ids[] exist: exists[i].  Asked only after an
+ * insert of versions left some out, in a new snapshot that sees any
+ * deletion the insert waited for.
+ */
+void
+catalog_tables_exist(int n, const int64 *table_ids, bool *exists)
+{
+	Datum values[1] = {int8_array_datum(table_ids, NULL, n)};
+	bool isnull;
+
+	execute(STMT_TABLES_EXIST, values, NULL, 0);
+	for (int i = 0; i < n; i++)
+	{
+		exists[i] = false;
+		for (uint64 row = 0; row < SPI_processed && !exists[i]; row++)
+			exists[i] = DatumGetInt64(result_datum(row, 1, &isnull)) == table_ids[i];
 	}
 }
 
@@ -940,12 +1042,14 @@ catalog_location_in_use(const char *path)
  * Serialize changes to one table's tags and branches.  FOR NO KEY UPDATE
  * does not conflict with the key share that version commits take.
  */
-void
+bool
 catalog_lock_table_refs(int64 table_id)
 {
 	Datum values[1] = {Int64GetDatum(table_id)};
 
 	execute(STMT_LOCK_TABLE_REFS, values, NULL, 0);
+	/* none: the table was removed by a transaction this one waited for */
+	return SPI_processed > 0;
 }
 
 /* The id of the object named `name` under parent_id, and whether it is a table; keys only. */
@@ -1014,4 +1118,25 @@ catalog_location_taken(const char *path, int64 except_id)
 
 	execute(STMT_LOCATION_TAKEN, values, NULL, 1);
 	return DatumGetBool(result_datum(0, 1, &isnull));
+}
+
+/* Up to `limit` tables' ids and locations after table id `after_id`, in id order. */
+int
+catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations)
+{
+	Datum values[2] = {Int64GetDatum(after_id), Int32GetDatum(limit)};
+	int n;
+
+	execute(STMT_LIST_TABLE_LOCATIONS, values, NULL, 0);
+	n = (int)SPI_processed;
+	*ids = MemoryContextAlloc(result_cxt, sizeof(int64) * (n + 1));
+	*locations = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		(*ids)[i] = DatumGetInt64(result_datum(i, 1, &isnull));
+		(*locations)[i] = result_text(i, 2);
+	}
+	return n;
 }

@@ -21,6 +21,21 @@ typedef struct CatalogObject
 	bool declared;	/* tables only: declared, no data registered yet */
 } CatalogObject;
 
+/*
+ * The row lock a look-up takes on the row it finds.  A lock waits for a
+ * concurrent transaction that deletes the row (or changes its key), and the
+ * look-up then answers what is true once that transaction has ended: a row
+ * deleted meanwhile is not found.  KEY_SHARE keeps the row from being
+ * deleted (the lock an insert below it needs); FOR_UPDATE is for the
+ * operations that delete it or change its key.
+ */
+typedef enum CatalogLock
+{
+	CATALOG_NO_LOCK,
+	CATALOG_KEY_SHARE,
+	CATALOG_FOR_UPDATE
+} CatalogLock;
+
 /* One version to insert: the TableVersion with the keys it belongs under. */
 typedef struct CatalogVersionInsert
 {
@@ -33,7 +48,7 @@ typedef struct CatalogVersionInsert
 extern void catalog_begin(void);
 extern void catalog_end(void);
 
-extern bool catalog_lookup_child(int64 parent_id, const char *name, bool for_update,
+extern bool catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock,
 								 CatalogObject *out);
 extern int64 catalog_insert_object(int64 parent_id, bool is_table, const char *name,
 								   const LnMap *properties, const char *location, bool declared);
@@ -42,7 +57,7 @@ extern void catalog_reregister_table(int64 id, const char *location, const LnMap
 extern bool catalog_has_children(int64 id);
 extern void catalog_delete_object(int64 id);
 extern void catalog_delete_subtree(int64 id);
-extern void catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
+extern bool catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
 extern int catalog_list_children(int64 parent_id, bool tables, bool include_declared,
 								 const char *after, int limit, char ***names);
 extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids,
@@ -50,6 +65,7 @@ extern int catalog_list_all_tables(bool include_declared, int64 after_id, int li
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
 extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
+extern void catalog_tables_exist(int n, const int64 *table_ids, bool *exists);
 extern void catalog_mark_tables_with_data(int n, const int64 *table_ids);
 extern int catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after,
 								 int limit, LnTableVersion **versions);
@@ -67,9 +83,11 @@ extern void catalog_set_change(const char *transaction_id, const char *status,
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 extern bool catalog_location_in_use(const char *path);
 extern bool catalog_location_taken(const char *path, int64 except_id);
-extern void catalog_lock_table_refs(int64 table_id);
+extern bool catalog_lock_table_refs(int64 table_id);
 extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,
 									const char *table_name, CatalogObject *table);
 extern bool catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table);
+
+extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
 
 #endif /* LN_CATALOG_H */

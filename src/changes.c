@@ -227,6 +227,36 @@ changes_record(const char *operation, const LnMap *context)
  * lance_catalog.change_in_flight(lo, hi): true if the transaction of a
  * missing entry numbered from lo to hi may still commit it.
  */
+/* A gap longer than this is checked against the lock table rather than number by number. */
+#define GAP_PROBE_LIMIT 1024
+
+/*
+ * True if another backend holds the lock of an entry numbered lo to hi: one
+ * pass over the lock table, whose size is bounded by the server's settings
+ * whatever the gap (a setval or a caller's "after" can make it any size).
+ */
+static bool
+entry_lock_held(int64 lo, int64 hi)
+{
+	LockData *locks = GetLockStatusData();
+
+	for (int i = 0; i < locks->nelements; i++)
+	{
+		const LockInstanceData *lock = &locks->locks[i];
+		const LOCKTAG *tag = &lock->locktag;
+		int64 number;
+
+		if (tag->locktag_type != LOCKTAG_ADVISORY || tag->locktag_field1 != MyDatabaseId ||
+			tag->locktag_field4 != CHANGE_ENTRY_LOCK || lock->pid == MyProcPid ||
+			lock->holdMask == 0)
+			continue;
+		number = (int64)(((uint64)tag->locktag_field2 << 32) | tag->locktag_field3);
+		if (number >= lo && number <= hi)
+			return true;
+	}
+	return false;
+}
+
 PG_FUNCTION_INFO_V1(lance_change_in_flight);
 Datum
 lance_change_in_flight(PG_FUNCTION_ARGS)
@@ -240,20 +270,23 @@ lance_change_in_flight(PG_FUNCTION_ARGS)
 	(void)LockAcquire(&gate, ExclusiveLock, true, false);
 	PG_TRY();
 	{
-		for (int64 number = lo; number <= hi && !in_flight; number++)
-		{
-			LOCKTAG entry;
+		if (hi >= lo && (uint64)hi - (uint64)lo >= GAP_PROBE_LIMIT)
+			in_flight = entry_lock_held(lo, hi);
+		else
+			for (int64 number = lo; number <= hi && !in_flight; number++)
+			{
+				LOCKTAG entry;
 
-			/* a gap can be large (after setval): stay cancellable */
-			CHECK_FOR_INTERRUPTS();
-			set_lock_tag(&entry, CHANGE_ENTRY_LOCK, number);
-			if (LockAcquire(&entry, ShareLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-				in_flight = true;
-			else
-				LockRelease(&entry, ShareLock, true);
-			if (number == PG_INT64_MAX)
-				break; /* number++ would overflow */
-		}
+				/* a gap can be large (after setval): stay cancellable */
+				CHECK_FOR_INTERRUPTS();
+				set_lock_tag(&entry, CHANGE_ENTRY_LOCK, number);
+				if (LockAcquire(&entry, ShareLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+					in_flight = true;
+				else
+					LockRelease(&entry, ShareLock, true);
+				if (number == PG_INT64_MAX)
+					break; /* number++ would overflow */
+			}
 	}
 	PG_FINALLY();
 	{

@@ -60,8 +60,8 @@ count_catalog_objects(void)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT pg_catalog.count(*) FROM lance_catalog.object WHERE id <> 0", true, 1) !=
-		SPI_OK_SELECT)
+	if (SPI_execute("SELECT pg_catalog.count(*) FROM lance_catalog.object WHERE id <> 0", true,
+					1) != SPI_OK_SELECT)
 		elog(ERROR, "could not count the catalog's objects");
 	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();

@@ -12,6 +12,7 @@
 #include "extension_guard.h"
 #include "location.h"
 #include "storage.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -24,5 +25,6 @@ _PG_init(void)
 	storage_init();
 	changes_init();
 	extension_guard_init();
+	worker_init();
 	MarkGUCPrefixReserved("lance_namespace");
 }

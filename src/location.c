@@ -176,39 +176,67 @@ location_path_is_plain(const char *path)
 	return true;
 }
 
-/* True if some component of `path` is "..". */
-static bool
-path_climbs(const char *path)
+/*
+ * Resolve "." and ".." and collapse "//" in an absolute path, by its
+ * spelling alone: "/r/a/../b" is "/r/b", and ".." at the top stays at "/".
+ * This matches the file system because no managed location may pass through
+ * a symbolic link (storage_check_location), so that two spellings of one
+ * folder always compare equal.
+ */
+static char *
+normalize_path(const char *path)
 {
-	for (const char *c = path; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && (c == path || c[-1] == '/') &&
-			(c[2] == '/' || c[2] == '\0'))
-			return true;
-	return false;
+	char *out = palloc(strlen(path) + 2);
+	size_t len = 0;
+	const char *c = path;
+
+	while (*c)
+	{
+		size_t seg;
+
+		while (*c == '/')
+			c++;
+		seg = strcspn(c, "/");
+		if (seg == 0 || (seg == 1 && c[0] == '.'))
+			;
+		else if (seg == 2 && c[0] == '.' && c[1] == '.')
+		{
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--; /* the slash before the removed name */
+		}
+		else
+		{
+			out[len++] = '/';
+			memcpy(out + len, c, seg);
+			len += seg;
+		}
+		c += seg;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return out;
 }
 
 /*
- * The absolute file system path a location names, canonical ("//" and "."
- * collapsed, no trailing slash), or NULL if it names none we can use: an
- * object store URI, a relative path, or a path with "..".  A file:// URI is
- * percent-decoded, as Lance decodes it.
+ * The absolute file system path a location names, normalized (see
+ * normalize_path), or NULL if it names none: an object store URI or a
+ * relative path.  A file:// URI is percent-decoded, as Lance decodes it.
  */
 char *
 location_local_path(const char *location)
 {
-	char *path;
-
 	if (strncmp(location, "file://", 7) == 0)
 	{
 		location = location_percent_decode(location + 7, strlen(location + 7), false);
 		if (location == NULL)
 			return NULL;
 	}
-	if (location[0] != '/' || path_climbs(location))
+	if (location[0] != '/')
 		return NULL;
-	path = pstrdup(location);
-	canonicalize_path(path);
-	return path;
+	return normalize_path(location);
 }
 
 /* lance_catalog.local_path(location): for comparing local folders however spelled. */

@@ -38,13 +38,16 @@ objects_namespace_id(const LnId *id, int len)
 
 /*
  * Walk from the root down the first `len` names of `id`.  Returns false if a
- * name is missing or names a table.  The last namespace is locked FOR UPDATE
- * when asked, which waits for (and then sees) any concurrent transaction that
- * is adding a child to it.  `base`, if not NULL, receives the closest
- * "location" property on the way.
+ * name is missing or names a table.  The last namespace gets the row lock
+ * `lock`: FOR_UPDATE (to drop it) waits for (and then sees) any concurrent
+ * transaction that is adding a child to it; KEY_SHARE (to add a child)
+ * waits for a concurrent drop, after which the namespace is not found, and
+ * keeps it from being dropped until the caller's transaction ends.  The
+ * root needs no lock: it is never dropped.  `base`, if not NULL, receives
+ * the closest "location" property on the way.
  */
 bool
-objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+objects_find_namespace(const LnId *id, int len, CatalogLock lock, CatalogObject *ns,
 					   LocationBase *base)
 {
 	memset(ns, 0, sizeof(CatalogObject));
@@ -66,7 +69,8 @@ objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *
 	}
 	for (int i = (base == NULL && len > 1) ? len - 1 : 0; i < len; i++)
 	{
-		if (!catalog_lookup_child(ns->id, id->names[i], for_update && i == len - 1, ns) ||
+		if (!catalog_lookup_child(ns->id, id->names[i], i == len - 1 ? lock : CATALOG_NO_LOCK,
+								  ns) ||
 			ns->is_table)
 			return false;
 		if (base != NULL)
@@ -84,23 +88,23 @@ objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *
 }
 
 void
-objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+objects_get_namespace(const LnId *id, int len, CatalogLock lock, CatalogObject *ns,
 					  LocationBase *base)
 {
-	if (!objects_find_namespace(id, len, for_update, ns, base))
+	if (!objects_find_namespace(id, len, lock, ns, base))
 		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist", ln_id_string(id, len));
 }
 
 /* Find the table `id` names; its namespace must exist (else LN001) and so must it (LN004). */
 void
-objects_get_table(const LnId *id, bool for_update, CatalogObject *table)
+objects_get_table(const LnId *id, CatalogLock lock, CatalogObject *table)
 {
 	int64 ns = objects_namespace_id(id, id->len - 1);
 
 	if (ns < 0)
 		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
 				 ln_id_string(id, id->len - 1));
-	if (!catalog_lookup_child(ns, id->names[id->len - 1], for_update, table) || !table->is_table)
+	if (!catalog_lookup_child(ns, id->names[id->len - 1], lock, table) || !table->is_table)
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
 }
 

@@ -15,11 +15,11 @@ typedef struct LocationBase
 	int level;		  /* names of the id below the base start here */
 } LocationBase;
 
-extern bool objects_find_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+extern bool objects_find_namespace(const LnId *id, int len, CatalogLock lock, CatalogObject *ns,
 								   LocationBase *base);
-extern void objects_get_namespace(const LnId *id, int len, bool for_update, CatalogObject *ns,
+extern void objects_get_namespace(const LnId *id, int len, CatalogLock lock, CatalogObject *ns,
 								  LocationBase *base);
-extern void objects_get_table(const LnId *id, bool for_update, CatalogObject *table);
+extern void objects_get_table(const LnId *id, CatalogLock lock, CatalogObject *table);
 extern int64 objects_namespace_id(const LnId *id, int len);
 extern void objects_get_table_key(const LnId *id, CatalogObject *table);
 extern const char *objects_property(const LnMap *properties, const char *key);

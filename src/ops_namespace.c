@@ -5,6 +5,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
@@ -43,9 +45,11 @@ static const LnEnumValue drop_behaviors[] = {
 	{"Restrict", DROP_RESTRICT}, {"Cascade", DROP_CASCADE}, {NULL, 0}};
 
 /*
- * CreateNamespace.  The insert itself decides whether the name is free, so
- * that of two concurrent creators exactly one creates; the other then finds
- * the winner's namespace and follows its mode.
+ * CreateNamespace.  The parent is found with a key share lock, so that a
+ * create waits for a concurrent drop of its parent and then answers that
+ * the parent does not exist.  The insert itself decides whether the name is
+ * free, so that of two concurrent creators exactly one creates; the other
+ * then finds the winner's namespace (or table) and follows its mode.
  */
 void
 op_create_namespace(const LnRequest *req, LnResponse *resp)
@@ -67,22 +71,27 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	}
 	name = req->id.names[req->id.len - 1];
 
-	if (!objects_find_namespace(&req->id, req->id.len - 1, false, &parent, NULL))
+	if (!objects_find_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &parent, NULL))
 		ln_error(LN_NAMESPACE_NOT_FOUND, "parent namespace \"%s\" does not exist",
 				 ln_id_string(&req->id, req->id.len - 1));
 
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = properties;
-	if (catalog_insert_object(parent.id, false, name, &properties, NULL, false) != 0)
+	for (;;)
 	{
-		changes_touch(&req->id, req->id.len, true, -1);
-		return;
+		if (catalog_insert_object(parent.id, false, name, &properties, NULL, false) != 0)
+		{
+			changes_touch(&req->id, req->id.len, true, -1);
+			return;
+		}
+		/* the name is taken; by what, now that the one who took it has committed */
+		if (catalog_lookup_child(
+				parent.id, name,
+				mode == CREATE_MODE_OVERWRITE ? CATALOG_FOR_UPDATE : CATALOG_NO_LOCK, &existing))
+			break;
+		/* removed by a transaction that committed since: the name is free again */
+		CHECK_FOR_INTERRUPTS();
 	}
-
-	if (!catalog_lookup_child(parent.id, name, mode == CREATE_MODE_OVERWRITE, &existing))
-		ln_error(LN_CONCURRENT_MODIFICATION,
-				 "namespace \"%s\" was dropped by a concurrent transaction; retry the request",
-				 ln_id_string(&req->id, req->id.len));
 	if (existing.is_table)
 		ln_error(LN_NAMESPACE_ALREADY_EXISTS,
 				 "cannot create namespace \"%s\": a table of that name exists",
@@ -116,7 +125,7 @@ op_list_namespaces(const LnRequest *req, LnResponse *resp)
 	CatalogObject ns;
 
 	ln_require_id(req);
-	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
 
 	resp->fields = LN_RESP_NAMESPACES;
 	resp->nnames = catalog_list_children(ns.id, false, true, after, limit + 1, &resp->names);
@@ -129,7 +138,7 @@ op_describe_namespace(const LnRequest *req, LnResponse *resp)
 	CatalogObject ns;
 
 	ln_require_id(req);
-	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = ns.properties;
 }
@@ -140,7 +149,7 @@ op_namespace_exists(const LnRequest *req, LnResponse *resp)
 	CatalogObject ns;
 
 	ln_require_id(req);
-	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
 	resp->fields = 0; /* exists: an empty answer */
 }
 
@@ -160,7 +169,7 @@ op_drop_namespace(const LnRequest *req, LnResponse *resp)
 	if (req->id.len == 0)
 		ln_error(LN_INVALID_INPUT, "the root namespace cannot be dropped");
 
-	if (!objects_find_namespace(&req->id, req->id.len, true, &ns, NULL))
+	if (!objects_find_namespace(&req->id, req->id.len, CATALOG_FOR_UPDATE, &ns, NULL))
 	{
 		if (mode == DROP_MODE_SKIP)
 			return;

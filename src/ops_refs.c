@@ -25,6 +25,7 @@
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
+#include "branch_manifest.h"
 #include "json_edge.h"
 #include "location.h"
 #include "objects.h"
@@ -45,8 +46,9 @@ get_local_table(const LnRequest *req, bool lock, CatalogObject *table)
 				 "tags and branches of table \"%s\" live with its data at \"%s\", which is not "
 				 "below lance_namespace.local_roots: use Lance's own tags and branches API",
 				 ln_id_string(&req->id, req->id.len), table->location);
-	if (lock)
-		catalog_lock_table_refs(table->id);
+	if (lock && !catalog_lock_table_refs(table->id))
+		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len));
 }
 
 /* Now as Lance writes times in ref files (RFC 3339, UTC). */
@@ -208,9 +210,11 @@ op_list_table_branches(const LnRequest *req, LnResponse *resp)
 
 /*
  * CreateTableBranch: fork `name` from `version` (default: the latest) of
- * `from_branch` (default: main).  The branch's versions continue from the
- * fork point, which the catalog records as the branch's first version,
- * pointing at the source's manifest.
+ * `from_branch` (default: main), as Lance does: the branch's first manifest,
+ * tree/<name>/_versions/<fork version>, is the source's rewritten to find
+ * the source's files through a base path (branch_manifest.c), and then the
+ * branch file.  The catalog records that manifest as the branch's first
+ * version; its versions continue from there.  Both files appear at commit.
  */
 void
 op_create_table_branch(const LnRequest *req, LnResponse *resp)
@@ -219,9 +223,15 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 	LnRefContents branch;
 	LnRequest source = *req;
 	LnTableVersion fork;
+	LnTableVersion first;
 	CatalogVersionInsert row;
 	bool inserted;
 	uint8 uuid[16];
+	char *source_manifest;
+	size_t source_len;
+	char *manifest;
+	size_t manifest_len;
+	char *source_folder;
 
 	if (req->name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
@@ -276,6 +286,24 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 	branch.manifest_size = fork.has_manifest_size ? fork.manifest_size : 0;
 	branch.metadata = ln_empty_map();
 
+	if (storage_read_ref(table.location, "branches", req->name) != NULL)
+		ln_error(LN_TABLE_BRANCH_ALREADY_EXISTS, "branch \"%s\" of table \"%s\" already exists",
+				 req->name, ln_id_string(&req->id, req->id.len));
+
+	/* the branch's own first manifest, finding the source's files where they are */
+	source_manifest = storage_read_table_manifest(table.location, fork.manifest_path, &source_len);
+	source_folder = location_local_path(table.location);
+	if (source.branch != NULL)
+		source_folder = psprintf("%s/tree/%s", source_folder, source.branch);
+	manifest = branch_manifest_make(source_manifest, source_len, req->name, source.branch,
+									source_folder, &manifest_len);
+	first = fork;
+	first.manifest_path = storage_write_branch_manifest(table.location, req->name, fork.version,
+														manifest, manifest_len, fork.manifest_path);
+	first.has_manifest_size = true;
+	first.manifest_size = (int64)manifest_len;
+	first.e_tag = NULL;
+
 	if (!storage_write_ref(table.location, "branches", req->name, json_ref_file(&branch, true),
 						   true))
 		ln_error(LN_TABLE_BRANCH_ALREADY_EXISTS, "branch \"%s\" of table \"%s\" already exists",
@@ -284,7 +312,8 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 	memset(&row, 0, sizeof(row));
 	row.table_id = table.id;
 	row.branch = req->name;
-	row.version = fork;
+	row.naming_scheme = "V2";
+	row.version = first;
 	catalog_insert_versions(1, &row, &inserted);
 	if (!inserted)
 		ln_error(LN_TABLE_BRANCH_ALREADY_EXISTS,

@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
@@ -69,7 +71,7 @@ op_list_tables(const LnRequest *req, LnResponse *resp)
 	CatalogObject ns;
 
 	ln_require_id(req);
-	objects_get_namespace(&req->id, req->id.len, false, &ns, NULL);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
 
 	resp->fields = LN_RESP_TABLES;
 	if (limit > 0)
@@ -134,10 +136,12 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 {
 	char *path;
 
+	storage_check_location(location);
 	if (!storage_is_managed(location))
 		return;
 	path = location_local_path(location);
-	storage_lock_folder(path, false);
+	/* exclusive: two registrations of one folder must not both find it free */
+	storage_lock_folder(path, true);
 	if (catalog_location_taken(path, except_id))
 		ln_error(LN_INVALID_INPUT, "location \"%s\" of table \"%s\" is another table's folder",
 				 location, ln_id_string(&req->id, req->id.len));
@@ -153,7 +157,7 @@ derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 	CatalogObject existing;
 
 	/* a name that is taken answers as taken, whatever the location would have been */
-	if (catalog_lookup_child(ns_id, table_name_of(req), false, &existing))
+	if (catalog_lookup_child(ns_id, table_name_of(req), CATALOG_NO_LOCK, &existing))
 		raise_name_taken(&req->id, &existing);
 
 	if (root == NULL)
@@ -172,6 +176,14 @@ derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 	return location_for_new_table(root, &below, table_name_of(req));
 }
 
+/*
+ * DeclareTable.  The namespace is found with a key share lock: a declaration
+ * waits for a concurrent drop of it and then answers that it does not
+ * exist.  The insert decides whether the name is free (LN005 if not, the
+ * operation's own precondition) before the location is checked, so that a
+ * table declared again answers that it exists, not that its folder is
+ * taken (by itself).
+ */
 void
 op_declare_table(const LnRequest *req, LnResponse *resp)
 {
@@ -181,26 +193,29 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 	LocationBase base;
 
 	ln_require_table_id(req);
-	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, &base);
+	objects_get_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &ns, &base);
 
 	memset(&table, 0, sizeof(table));
 	table.is_table = true;
 	table.declared = true;
 	table.properties = properties;
 	table.location = req->location ? req->location : derive_location(req, ns.id, &base);
-	check_location_free(req, table.location, 0);
 
-	if (catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location, true) ==
-		0)
+	for (;;)
 	{
 		CatalogObject existing;
 
-		if (!catalog_lookup_child(ns.id, table_name_of(req), false, &existing))
-			ln_error(LN_CONCURRENT_MODIFICATION,
-					 "table \"%s\" was changed by a concurrent transaction; retry the request",
-					 ln_id_string(&req->id, req->id.len));
-		raise_name_taken(&req->id, &existing);
+		table.id = catalog_insert_object(ns.id, true, table_name_of(req), &properties,
+										 table.location, true);
+		if (table.id != 0)
+			break;
+		/* the name is taken; by what, now that the one who took it has committed */
+		if (catalog_lookup_child(ns.id, table_name_of(req), CATALOG_NO_LOCK, &existing))
+			raise_name_taken(&req->id, &existing);
+		/* removed by a transaction that committed since: the name is free again */
+		CHECK_FOR_INTERRUPTS();
 	}
+	check_location_free(req, table.location, table.id);
 	changes_touch(&req->id, req->id.len, false, -1);
 	describe_table_entry(&table, resp);
 }
@@ -217,19 +232,25 @@ op_register_table(const LnRequest *req, LnResponse *resp)
 	ln_require_table_id(req);
 	if (req->location == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"location\" is required");
-	objects_get_namespace(&req->id, req->id.len - 1, false, &ns, NULL);
+	/* as DeclareTable: the namespace with a key share lock, the name before the location */
+	objects_get_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &ns, NULL);
 
-	id = catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location, false);
-	if (id == 0)
+	for (;;)
 	{
-		if (!catalog_lookup_child(ns.id, table_name_of(req), true, &existing))
-			ln_error(LN_CONCURRENT_MODIFICATION,
-					 "table \"%s\" was changed by a concurrent transaction; retry the request",
-					 ln_id_string(&req->id, req->id.len));
-		if (mode != REGISTER_MODE_OVERWRITE || !existing.is_table)
-			raise_name_taken(&req->id, &existing);
-		catalog_reregister_table(existing.id, req->location, &properties);
-		id = existing.id;
+		id = catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location,
+								   false);
+		if (id != 0)
+			break;
+		if (catalog_lookup_child(ns.id, table_name_of(req), CATALOG_FOR_UPDATE, &existing))
+		{
+			if (mode != REGISTER_MODE_OVERWRITE || !existing.is_table)
+				raise_name_taken(&req->id, &existing);
+			catalog_reregister_table(existing.id, req->location, &properties);
+			id = existing.id;
+			break;
+		}
+		/* removed by a transaction that committed since: the name is free again */
+		CHECK_FOR_INTERRUPTS();
 	}
 	check_location_free(req, req->location, id);
 	changes_touch(&req->id, req->id.len, false, -1);
@@ -282,7 +303,7 @@ op_describe_table(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, &table);
+	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
 	describe_table_entry(&table, resp);
 	describe_table_at(req, &table, resp);
 	if (req->with_table_uri)
@@ -310,7 +331,7 @@ op_table_exists(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, false, &table);
+	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
 	describe_table_at(req, &table, NULL);
 	resp->fields = 0; /* exists: an empty answer */
 }
@@ -322,7 +343,7 @@ op_deregister_table(const LnRequest *req, LnResponse *resp)
 	CatalogObject table;
 
 	ln_require_table_id(req);
-	objects_get_table(&req->id, true, &table);
+	objects_get_table(&req->id, CATALOG_FOR_UPDATE, &table);
 	catalog_delete_object(table.id);
 	changes_touch(&req->id, req->id.len, false, -1);
 
@@ -347,6 +368,16 @@ op_drop_table(const LnRequest *req, LnResponse *resp)
 		changes_queue_drop(resp->location);
 }
 
+/*
+ * RenameTable.  Locks are taken namespace first, then table, as a Cascade
+ * drop takes them, so that the two never wait for each other in a cycle:
+ * the target namespace with a key share lock (a rename into a namespace
+ * dropped meanwhile answers that it does not exist), then the table FOR
+ * UPDATE (a table deregistered or renamed meanwhile does not exist).  The
+ * new name is checked, and the update itself decides: a name another
+ * transaction took meanwhile (a rename, a declaration, a namespace) answers
+ * LN005 once that transaction has committed.
+ */
 void
 op_rename_table(const LnRequest *req, LnResponse *resp)
 {
@@ -362,18 +393,26 @@ op_rename_table(const LnRequest *req, LnResponse *resp)
 	if (req->new_table_name == NULL)
 		ln_error(LN_INVALID_INPUT, "field \"new_table_name\" is required");
 
-	objects_get_table(&req->id, true, &table);
-	objects_get_namespace(target_id, target_len, false, &target, NULL);
-	if (catalog_lookup_child(target.id, req->new_table_name, false, &existing))
+	/* the table first, unlocked, so that a missing table is reported before a missing target */
+	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
+	objects_get_namespace(target_id, target_len, CATALOG_KEY_SHARE, &target, NULL);
+	objects_get_table(&req->id, CATALOG_FOR_UPDATE, &table);
+	for (;;)
 	{
-		char *target_ns = ln_id_string(target_id, target_len);
+		if (catalog_lookup_child(target.id, req->new_table_name, CATALOG_NO_LOCK, &existing))
+		{
+			char *target_ns = ln_id_string(target_id, target_len);
 
-		ln_error(LN_TABLE_ALREADY_EXISTS,
-				 "cannot rename table \"%s\": namespace \"%s\" already has a %s named \"%s\"",
-				 ln_id_string(&req->id, req->id.len), target_ns,
-				 existing.is_table ? "table" : "namespace", req->new_table_name);
+			ln_error(LN_TABLE_ALREADY_EXISTS,
+					 "cannot rename table \"%s\": namespace \"%s\" already has a %s named \"%s\"",
+					 ln_id_string(&req->id, req->id.len), target_ns,
+					 existing.is_table ? "table" : "namespace", req->new_table_name);
+		}
+		if (catalog_move_object(table.id, target.id, req->new_table_name))
+			break;
+		/* taken by a transaction that committed meanwhile: the look-up now sees what took it */
+		CHECK_FOR_INTERRUPTS();
 	}
-	catalog_move_object(table.id, target.id, req->new_table_name);
 	changes_touch(&req->id, req->id.len, false, -1);
 	{
 		LnId renamed = {target_len + 1, palloc(sizeof(char *) * (target_len + 1))};

@@ -100,8 +100,9 @@ op_batch_delete_table_versions(const LnRequest *req, LnResponse *resp)
 	if ((req->present & LN_REQ_RANGES) == 0)
 		ln_error(LN_INVALID_INPUT, "field \"ranges\" is required");
 	/* no tag may be made on a version while it is being deleted */
-	if (storage_is_managed(table.location))
-		catalog_lock_table_refs(table.id);
+	if (storage_is_managed(table.location) && !catalog_lock_table_refs(table.id))
+		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len));
 
 	resp->fields = LN_RESP_DELETED_COUNT;
 	for (int i = 0; i < req->nranges; i++)
@@ -123,4 +124,14 @@ op_batch_delete_table_versions(const LnRequest *req, LnResponse *resp)
 	}
 	if (resp->deleted_count > 0)
 		changes_touch(&req->id, req->id.len, false, -1);
+	else
+	{
+		bool exists;
+
+		/* nothing deleted: the table may have gone while this waited for it */
+		catalog_tables_exist(1, &table.id, &exists);
+		if (!exists)
+			ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+					 ln_id_string(&req->id, req->id.len));
+	}
 }

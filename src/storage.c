@@ -22,7 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/transam.h"
 #include "access/xact.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/fd.h"
@@ -65,11 +68,12 @@ static FileUndo *undo_list = NULL;
  */
 typedef struct PendingRef
 {
-	char *path;		 /* the ref file, or a branch's tree folder */
-	char *folder;	 /* the folder listed for its kind (NULL for a tree folder) */
-	char *name;		 /* the ref's name, as listed */
-	char *temp;		 /* the new content; NULL: a removal */
-	bool create;	 /* only where there is none */
+	char *path;			 /* the ref file, or a branch's tree folder */
+	char *folder;		 /* the folder listed for its kind (NULL for a tree folder) */
+	char *name;			 /* the ref's name, as listed */
+	char *temp;			 /* the new content; NULL: a removal */
+	bool create;		 /* only where there is none */
+	char *parents_below; /* make the folders between this one and path, if missing */
 	SubTransactionId subid;
 	struct PendingRef *next;
 } PendingRef;
@@ -237,39 +241,97 @@ storage_has_local_roots(void)
 }
 
 /*
+ * The local root that canonical local path `path` is strictly below, with
+ * its trailing slashes cut, or NULL.  With `resolved`, the roots are taken
+ * as the file system resolves them (a root may itself be reached through a
+ * link, e.g. /var/run).
+ */
+static char *
+managing_root(const char *path, bool resolved)
+{
+	char *roots;
+	List *root_list;
+	ListCell *lc;
+
+	if (path == NULL || !storage_has_local_roots())
+		return NULL;
+	roots = pstrdup(local_roots);
+	if (!SplitDirectoriesString(roots, ',', &root_list))
+		return NULL; /* the setting's check hook refuses such a value */
+	foreach (lc, root_list)
+	{
+		char *root = (char *)lfirst(lc);
+		char real[PATH_MAX];
+		size_t len;
+
+		if (resolved && realpath(root, real) != NULL)
+			root = pstrdup(real);
+		len = strlen(root);
+		while (len > 0 && root[len - 1] == '/')
+			len--;
+		/* strictly below the root ("/" itself is the root of everything) */
+		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
+			return pnstrdup(root, len);
+	}
+	return NULL;
+}
+
+/* The file system's real path of `path`: its longest existing part resolved, the rest as is. */
+static char *
+real_path_of(const char *path)
+{
+	char *existing = pstrdup(path);
+	char resolved[PATH_MAX];
+
+	while (realpath(existing, resolved) == NULL)
+	{
+		char *slash = strrchr(existing, '/');
+
+		if (errno != ENOENT && errno != ENOTDIR)
+			raise_io_error("resolve", existing, errno);
+		if (slash == NULL || slash == existing)
+			return pstrdup(path); /* nothing of it exists */
+		*slash = '\0';
+	}
+	return psprintf("%s%s", strcmp(resolved, "/") == 0 ? "" : resolved, path + strlen(existing));
+}
+
+/*
+ * Refuse a local location that reaches the catalog's folders through a
+ * symbolic link: one below a local root whose folder the file system finds
+ * elsewhere, or one outside them that leads inside.  A table registered
+ * there would keep using another table's data after lance_process_drops()
+ * removed it, and two spellings of one folder could not be told apart.
+ * Links that lead elsewhere are the registrant's business.
+ */
+void
+storage_check_location(const char *location)
+{
+	char *path = location_local_path(location);
+	char *root;
+	char *real;
+	char *expected;
+
+	if (path == NULL || !storage_has_local_roots())
+		return;
+	real = real_path_of(path);
+	root = managing_root(path, false);
+	/* below a root, only the root itself may be reached through a link */
+	expected = root ? psprintf("%s%s", real_path_of(root), path + strlen(root)) : path;
+	if (strcmp(real, expected) != 0 && (root != NULL || managing_root(real, true) != NULL))
+		ln_error_detail(LN_INVALID_INPUT, "Register the folder by its own path, without links.",
+						"location \"%s\" passes through a symbolic link (it is \"%s\")", location,
+						real);
+}
+
+/*
  * True if the catalog manages the versions of a table at `location`: a local
  * path strictly below one of the folders in lance_namespace.local_roots.
  */
 bool
 storage_is_managed(const char *location)
 {
-	char *path = location_local_path(location);
-	char *roots;
-	List *root_list;
-	ListCell *lc;
-	bool managed = false;
-
-	if (path == NULL || local_roots == NULL || local_roots[0] == '\0')
-		return false;
-
-	roots = pstrdup(local_roots);
-	if (!SplitDirectoriesString(roots, ',', &root_list))
-		return false; /* the setting's check hook refuses such a value */
-	foreach (lc, root_list)
-	{
-		char *root = (char *)lfirst(lc);
-		size_t len = strlen(root);
-
-		while (len > 0 && root[len - 1] == '/')
-			len--;
-		/* strictly below the root ("/" itself is the root of everything) */
-		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
-		{
-			managed = true;
-			break;
-		}
-	}
-	return managed;
+	return managing_root(location_local_path(location), false) != NULL;
 }
 
 /*
@@ -453,7 +515,8 @@ undo_on_abort(const FileUndo *undo)
 
 	/* remove what was made here, unless another writer has replaced it since */
 	if (undo->created != NULL && lstat(undo->created, &st) == 0 && st.st_dev == undo->dev &&
-		st.st_ino == undo->ino && unlink(undo->created) != 0)
+		st.st_ino == undo->ino &&
+		(S_ISDIR(st.st_mode) ? rmdir(undo->created) : unlink(undo->created)) != 0)
 		ereport(WARNING, (errcode_for_file_access(),
 						  errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m",
 								 undo->created)));
@@ -619,9 +682,9 @@ ref_file(const char *location, const char *kind, const char *name)
 	return buf.data;
 }
 
-/* The content of a file, or NULL if there is none. */
+/* The content of a file, or NULL if there is none; *len gets its size when not NULL. */
 static char *
-read_file_text(const char *path)
+read_file_bytes(const char *path, size_t *len)
 {
 	StringInfoData buf;
 	char chunk[8192];
@@ -643,10 +706,20 @@ read_file_text(const char *path)
 				continue;
 			raise_io_error("read", path, errno);
 		}
+		if ((size_t)buf.len + n >= MaxAllocSize / 2)
+			ln_error(LN_INVALID_TABLE_STATE, "\"%s\" is too large to be a manifest or a ref", path);
 		appendBinaryStringInfo(&buf, chunk, (int)n);
 	}
 	CloseTransientFile(fd);
+	if (len != NULL)
+		*len = buf.len;
 	return buf.data;
+}
+
+static char *
+read_file_text(const char *path)
+{
+	return read_file_bytes(path, NULL);
 }
 
 /* This transaction's newest pending change of `path`, or NULL. */
@@ -722,18 +795,20 @@ make_folder(const char *path)
 		if (chmod(path, 0755) != 0)
 			raise_io_error("set the mode of", path, errno);
 	}
+	else if (errno == ENOENT)
+		ln_error(LN_INVALID_TABLE_STATE, "the table's folder is missing: \"%s\" has no parent",
+				 path);
 	else if (errno != EEXIST)
 		raise_io_error("create folder", path, errno);
 }
 
-/* Write `content` to a new flushed file next to `path`; returns its name. */
+/* Write `len` bytes to a new flushed file next to `path`; returns its name. */
 static char *
-write_temp(const char *path, const char *content)
+write_temp_bytes(const char *path, const char *content, size_t len)
 {
 	uint32 nonce;
 	char *temp;
 	int fd;
-	size_t len = strlen(content);
 
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
 		nonce = (uint32)MyProcPid;
@@ -751,6 +826,12 @@ write_temp(const char *path, const char *content)
 	}
 	CloseTransientFile(fd);
 	return temp;
+}
+
+static char *
+write_temp(const char *path, const char *content)
+{
+	return write_temp_bytes(path, content, strlen(content));
 }
 
 /*
@@ -785,6 +866,33 @@ storage_delete_ref(const char *location, const char *kind, const char *name)
 	return true;
 }
 
+/*
+ * Make the folders between `below` (which exists) and the file `path`,
+ * readable by every reader of the table, each undone if the transaction
+ * still aborts.
+ */
+static void
+make_parent_folders(const char *below, const char *path)
+{
+	char *folder = pstrdup(path);
+	size_t start = strlen(below) + 1;
+
+	for (char *c = folder + start; (c = strchr(c, '/')) != NULL; c++)
+	{
+		*c = '\0';
+		check_real_parent(folder);
+		if (mkdir(folder, 0755) == 0)
+		{
+			if (chmod(folder, 0755) != 0)
+				raise_io_error("set the mode of", folder, errno);
+			undo_created(folder, NULL);
+		}
+		else if (errno != EEXIST)
+			raise_io_error("create folder", folder, errno);
+		*c = '/';
+	}
+}
+
 /* Move one pending change into place, at pre-commit. */
 static void
 apply_pending(const PendingRef *p)
@@ -794,6 +902,8 @@ apply_pending(const PendingRef *p)
 		(void)set_aside(p->path);
 		return;
 	}
+	if (p->parents_below != NULL)
+		make_parent_folders(p->parents_below, p->path);
 	check_real_parent(p->path);
 	if (p->create)
 	{
@@ -963,7 +1073,8 @@ void
 storage_delete_branch_data(const char *location, const char *branch, bool has_children)
 {
 	if (!has_children)
-		add_pending(psprintf("%s/tree/%s", table_folder(location), branch), NULL, NULL, NULL, false);
+		add_pending(psprintf("%s/tree/%s", table_folder(location), branch), NULL, NULL, NULL,
+					false);
 }
 
 /*
@@ -981,4 +1092,180 @@ storage_lock_folder(const char *path, bool exclusive)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
 						 hash_bytes((const unsigned char *)path, strlen(path)), 0x4446 /* "DF" */);
 	(void)LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+}
+
+/* A manifest path as the catalog records it (Lance's form) as a local path. */
+static char *
+manifest_local_path(const char *manifest_path)
+{
+	if (strncmp(manifest_path, "file://", 7) == 0)
+		manifest_path += 7;
+	return manifest_path[0] == '/' ? pstrdup(manifest_path) : psprintf("/%s", manifest_path);
+}
+
+/*
+ * The bytes of a manifest of a managed table, e.g. a branch's fork point,
+ * by the path the catalog records for it, which must be a file inside the
+ * table's folder.
+ */
+char *
+storage_read_table_manifest(const char *location, const char *manifest_path, size_t *len)
+{
+	char *folder = table_folder(location);
+	char *path = manifest_local_path(manifest_path);
+	size_t flen = strlen(folder);
+	char *bytes;
+
+	if (!location_path_is_plain(path) || strncmp(path, folder, flen) != 0 || path[flen] != '/')
+		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" is not in the table's folder",
+				 manifest_path);
+	check_real_parent(path);
+	bytes = read_file_bytes(path, len);
+	if (bytes == NULL)
+		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" does not exist", manifest_path);
+	return bytes;
+}
+
+/*
+ * Write the first manifest of branch `branch` (its fork version `version`)
+ * where Lance keeps it, tree/<branch>/_versions/ with V2 naming, when the
+ * transaction commits; the folders appear with it.  Answers its path in the
+ * form of `like_path`, another manifest path the catalog records.
+ */
+char *
+storage_write_branch_manifest(const char *location, const char *branch, int64 version,
+							  const char *bytes, size_t len, const char *like_path)
+{
+	char *folder = table_folder(location);
+	char *name = psprintf("%020" INT64_MODIFIER "u.manifest", PG_UINT64_MAX - (uint64)version);
+	char *path = psprintf("%s/tree/%s/_versions/%s", folder, branch, name);
+	char *temp;
+
+	/* the new content waits where it can: the branch's folders do not exist before the commit */
+	make_folder(psprintf("%s/_refs", folder));
+	make_folder(psprintf("%s/_refs/branches", folder));
+	temp = write_temp_bytes(psprintf("%s/_refs/branches/%s", folder, name), bytes, len);
+	add_pending(path, NULL, NULL, temp, true);
+	pending_refs->parents_below = MemoryContextStrdup(TopTransactionContext, folder);
+
+	if (strncmp(like_path, "file://", 7) == 0)
+		return psprintf("file://%s", path);
+	return like_path[0] == '/' ? path : pstrdup(path + 1);
+}
+
+/*
+ * Sweeping what a crash left.  A set-aside original or a temporary file
+ * names the transaction that made it (SET_ASIDE_MARK, TEMP_MARK); once that
+ * transaction is over, its outcome says what the file is:
+ *   a temporary file: never needed again;
+ *   a set-aside original of a transaction that committed: removed data;
+ *   one of a transaction that did not commit: the original, put back
+ *   unless something has taken its place since.
+ */
+
+typedef enum LeftoverOutcome
+{
+	LEFTOVER_IN_FLIGHT, /* or of unknown outcome: left alone */
+	LEFTOVER_COMMITTED,
+	LEFTOVER_NOT_COMMITTED
+} LeftoverOutcome;
+
+static LeftoverOutcome
+outcome_of(uint64 full_xid)
+{
+	FullTransactionId fxid = FullTransactionIdFromU64(full_xid);
+	FullTransactionId next = ReadNextFullTransactionId();
+	TransactionId xid = XidFromFullTransactionId(fxid);
+	bool known;
+
+	if (!TransactionIdIsNormal(xid) || !FullTransactionIdPrecedes(fxid, next) ||
+		U64FromFullTransactionId(next) - full_xid >= (uint64)1 << 31)
+		return LEFTOVER_IN_FLIGHT; /* not one of ours, or too old to look up */
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
+	LWLockRelease(XactTruncationLock);
+	if (!known || TransactionIdIsInProgress(xid))
+		return LEFTOVER_IN_FLIGHT;
+	return TransactionIdDidCommit(xid) ? LEFTOVER_COMMITTED : LEFTOVER_NOT_COMMITTED;
+}
+
+/* The transaction id in a leftover's name after `mark`, or false if it is not one. */
+static bool
+leftover_xid(const char *mark_at, const char *mark, uint64 *full_xid)
+{
+	const char *digits = mark_at + strlen(mark);
+	char *end;
+
+	if (!isdigit((unsigned char)*digits))
+		return false;
+	errno = 0;
+	*full_xid = strtou64(digits, &end, 10);
+	return errno == 0 && *end == '-' && strspn(end + 1, "0123456789abcdef") == 8 && end[9] == '\0';
+}
+
+static int sweep_removed;
+static int sweep_restored;
+
+static int
+sweep_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	const char *name = path + ftw->base;
+	const char *mark;
+	uint64 full_xid;
+	LeftoverOutcome outcome;
+
+	(void)st;
+	(void)flag; /* files and (after their contents) folders alike */
+	if ((mark = strstr(name, TEMP_MARK)) != NULL && leftover_xid(mark, TEMP_MARK, &full_xid))
+	{
+		if (outcome_of(full_xid) != LEFTOVER_IN_FLIGHT && unlink(path) == 0)
+			sweep_removed++;
+		return 0;
+	}
+	if ((mark = strstr(name, SET_ASIDE_MARK)) == NULL ||
+		!leftover_xid(mark, SET_ASIDE_MARK, &full_xid))
+		return 0;
+	outcome = outcome_of(full_xid);
+	if (outcome == LEFTOVER_NOT_COMMITTED)
+	{
+		char *original = pnstrdup(path, mark - path);
+		struct stat there;
+
+		if (lstat(original, &there) != 0 && errno == ENOENT && rename(path, original) == 0)
+		{
+			sweep_restored++;
+			return 0;
+		}
+	}
+	if (outcome != LEFTOVER_IN_FLIGHT &&
+		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
+		sweep_removed++;
+	return 0;
+}
+
+/*
+ * Sweep the leftovers of transactions that ended without finishing their
+ * files (a crash) in a managed table's folder: its _versions, _refs and
+ * tree (branches) folders, never following a link.  Adds to the counts of
+ * files removed and originals put back.
+ */
+void
+storage_sweep_table(const char *location, int *removed, int *restored)
+{
+	static const char *const parts[] = {"_versions", "_refs", "tree"};
+	char *folder;
+
+	if (!storage_is_managed(location))
+		return;
+	folder = table_folder(location);
+	sweep_removed = sweep_restored = 0;
+	for (size_t i = 0; i < lengthof(parts); i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		/* FTW_DEPTH: a set-aside folder is seen after its contents, then handled whole */
+		(void)nftw(psprintf("%s/%s", folder, parts[i]), sweep_entry, 16,
+				   FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	}
+	*removed += sweep_removed;
+	*restored += sweep_restored;
 }

@@ -21,7 +21,9 @@ typedef struct ManifestCopy
 
 extern void storage_init(void);
 extern bool storage_is_managed(const char *location);
+extern void storage_check_location(const char *location);
 extern bool storage_has_local_roots(void);
+extern void storage_sweep_table(const char *location, int *removed, int *restored);
 extern void storage_lock_folder(const char *path, bool exclusive);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
@@ -32,6 +34,10 @@ extern bool storage_write_ref(const char *location, const char *kind, const char
 							  const char *content, bool create);
 extern bool storage_delete_ref(const char *location, const char *kind, const char *name);
 extern int storage_list_refs(const char *location, const char *kind, char ***names);
+extern char *storage_read_table_manifest(const char *location, const char *manifest_path,
+										 size_t *len);
+extern char *storage_write_branch_manifest(const char *location, const char *branch, int64 version,
+										   const char *bytes, size_t len, const char *like_path);
 extern bool storage_branch_exists(const char *location, const char *branch);
 extern void storage_delete_branch_data(const char *location, const char *branch, bool has_children);
 

@@ -238,14 +238,33 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		}
 	}
 
-	/* a race the insert loses (a table deregistered meanwhile) belongs to no one entry */
 	if (name_elements)
 		ln_error_set_element(NULL);
 	catalog_insert_versions(n, rows, inserted);
 	for (i = 0; i < n; i++)
 		missing[i] = !inserted[i];
-	if ((i = first_in_request_order(e, n, missing)) >= 0)
+	if (first_in_request_order(e, n, missing) >= 0)
 	{
+		/*
+		 * A version left out is of a table deleted meanwhile (the insert
+		 * waited for the transaction that deleted it: the table does not
+		 * exist), or one another writer took (a retry with the next
+		 * version succeeds).  The first is what is true whatever else.
+		 */
+		bool *exists = palloc(sizeof(bool) * (n + 1));
+
+		catalog_tables_exist(n, table_ids, exists);
+		for (i = 0; i < n; i++)
+			missing[i] = !exists[i];
+		if ((i = first_in_request_order(e, n, missing)) >= 0)
+		{
+			name_element(name_elements, e[i].index);
+			ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
+					 ln_id_string(&e[i].req->id, e[i].req->id.len));
+		}
+		for (i = 0; i < n; i++)
+			missing[i] = !inserted[i];
+		i = first_in_request_order(e, n, missing);
 		name_element(name_elements, e[i].index);
 		ln_error(LN_CONCURRENT_MODIFICATION,
 				 "version " INT64_FORMAT " of table \"%s\" already exists", e[i].req->version,

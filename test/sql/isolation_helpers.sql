@@ -35,3 +35,12 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END
 $$;
+
+-- A real Lance manifest (test/fixtures/lance.manifest, written by the
+-- official client) as one line of base64, for specs that fork branches:
+-- COPY (SELECT lance_test_manifest()) TO PROGRAM 'base64 -d > <file>'.
+\set manifest `base64 -w0 test/fixtures/lance.manifest`
+CREATE TABLE lance_test_fixture (manifest text NOT NULL);
+INSERT INTO lance_test_fixture VALUES (:'manifest');
+CREATE FUNCTION lance_test_manifest() RETURNS text
+LANGUAGE sql STABLE AS $$ SELECT manifest FROM lance_test_fixture $$;

@@ -1,0 +1,153 @@
+/*
+ * maintenance.c
+ *		Work on storage that cannot happen in a caller's transaction: remove
+ *		the data of dropped tables, and sweep what a crash left.  Called by
+ *		the background worker (worker.c) and, where it is not loaded, by an
+ *		administrator through lance_process_drops() and
+ *		lance_sweep_leftovers().
+ *
+ * DropTable removes a table's entry in the caller's transaction and queues
+ * its data (for tables under lance_namespace.local_roots): removing files is
+ * not transactional, so it happens here, later, once the drop is committed.
+ * Each queued entry ends Succeeded, or Failed with the reason in its
+ * properties.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+
+#include "catalog.h"
+#include "error.h"
+#include "location.h"
+#include "maintenance.h"
+#include "storage.h"
+
+/* How many queued drops one call works through at most. */
+#define DROPS_PER_CALL 1000
+
+/* How many tables' locations one catalog statement of the sweep reads. */
+#define SWEEP_PAGE 1000
+
+/*
+ * Remove the data of up to DROPS_PER_CALL queued drops; answers how many it
+ * worked through.  The caller's transaction must commit at once: the files
+ * are gone whatever it does.
+ */
+int
+maintenance_process_drops(void)
+{
+	char **transaction_ids;
+	char **locations;
+	int n;
+
+	catalog_begin();
+	n = catalog_list_queued_drops(DROPS_PER_CALL, &transaction_ids, &locations);
+	for (int i = 0; i < n; i++)
+	{
+		LnMap properties = {0, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
+		char *path = locations[i] ? location_local_path(locations[i]) : NULL;
+		char *reason;
+
+		CHECK_FOR_INTERRUPTS();
+		/* none when a drop that queued nothing was set to Queued by AlterTransaction */
+		if (locations[i] != NULL)
+		{
+			properties.keys[properties.len] = "location";
+			properties.values[properties.len++] = locations[i];
+		}
+
+		/* a table at, in or around the folder since the drop owns that data now */
+		/* wait for (and then see) a registration of the folder in flight */
+		if (path != NULL)
+			storage_lock_folder(path, true);
+		if (path == NULL)
+			reason = pstrdup("the drop names no local folder");
+		else if (catalog_location_in_use(path))
+			reason = psprintf("a table in the catalog uses the folder \"%s\"", path);
+		else
+			reason = storage_remove_table_data(locations[i]);
+		if (reason != NULL)
+		{
+			properties.keys[properties.len] = "reason";
+			properties.values[properties.len++] = reason;
+		}
+		catalog_set_change(transaction_ids[i], reason ? "Failed" : "Succeeded", &properties);
+	}
+	catalog_end();
+	return n;
+}
+
+/*
+ * Sweep the folders of every table under the local roots for what
+ * transactions that ended in a crash left there (storage_sweep_table);
+ * answers the number of files and folders removed or put back.
+ */
+int
+maintenance_sweep(void)
+{
+	int64 after = 0;
+	int removed = 0;
+	int restored = 0;
+	int n;
+
+	catalog_begin();
+	do
+	{
+		int64 *ids;
+		char **locations;
+
+		n = catalog_list_table_locations(after, SWEEP_PAGE, &ids, &locations);
+		for (int i = 0; i < n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			storage_sweep_table(locations[i], &removed, &restored);
+		}
+		if (n > 0)
+			after = ids[n - 1];
+	} while (n == SWEEP_PAGE);
+	catalog_end();
+	if (removed + restored > 0)
+		ereport(LOG, (errmsg("lance_namespace: swept %d leftover files and folders of "
+							 "interrupted transactions, put %d originals back",
+							 removed + restored, restored)));
+	return removed + restored;
+}
+
+/* The checks of a call that changes storage for good: on a primary, alone. */
+static void
+check_standalone_call(const char *function)
+{
+	/* a standby cannot change the catalog; the primary does this */
+	if (RecoveryInProgress())
+		ln_error(LN_SERVICE_UNAVAILABLE, "%s cannot run on a standby: run it on the primary",
+				 function);
+	/* what is removed on disk cannot be rolled back, so the catalog's updates must commit at once
+	 */
+	if (IsTransactionBlock() || IsSubTransaction())
+		ln_error_detail(LN_INVALID_INPUT, "Call it on its own, outside BEGIN ... COMMIT.",
+						"%s cannot run inside a transaction block", function);
+	PreventInTransactionBlock(true, function);
+}
+
+PG_FUNCTION_INFO_V1(lance_process_drops);
+Datum
+lance_process_drops(PG_FUNCTION_ARGS)
+{
+	check_standalone_call("lance_process_drops()");
+	/* without roots every drop would look out of bounds, and fail for good */
+	if (!storage_has_local_roots())
+		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
+								   "as where the tables were dropped");
+	PG_RETURN_INT32(maintenance_process_drops());
+}
+
+PG_FUNCTION_INFO_V1(lance_sweep_leftovers);
+Datum
+lance_sweep_leftovers(PG_FUNCTION_ARGS)
+{
+	check_standalone_call("lance_sweep_leftovers()");
+	PG_RETURN_INT32(maintenance_sweep());
+}

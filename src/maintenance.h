@@ -1,0 +1,11 @@
+/*
+ * maintenance.h
+ *		Removing dropped tables' data and sweeping crash leftovers.
+ */
+#ifndef LN_MAINTENANCE_H
+#define LN_MAINTENANCE_H
+
+extern int maintenance_process_drops(void);
+extern int maintenance_sweep(void);
+
+#endif /* LN_MAINTENANCE_H */
