@@ -56,6 +56,20 @@ ensure_cluster() {
 	fi
 }
 
+# The background worker (removing dropped tables' data, sweeping crash
+# leftovers) runs only with the library preloaded.  A server that runs
+# without it is restarted once to take it.
+ensure_preload() {
+	local conf="$PGDATA_DIR/postgresql.conf"
+	grep -q "^shared_preload_libraries = 'lance_namespace'" "$conf" && return 0
+	say "preloading lance_namespace for its background worker"
+	printf "\n# Written by lance_namespace scripts/run.sh: its background worker.\nshared_preload_libraries = 'lance_namespace'\n" |
+		as_postgres tee -a "$conf" >/dev/null
+	if cluster_running "$PGDATA_DIR"; then
+		stop_cluster "$PGDATA_DIR"
+	fi
+}
+
 ensure_running() {
 	if cluster_running "$PGDATA_DIR"; then
 		# Connect where it really runs, even if LN_PORT changed since.
@@ -120,6 +134,7 @@ main() {
 	install_deps
 	build_and_install
 	ensure_cluster
+	ensure_preload
 	ensure_running
 	ensure_database
 	start_gateway "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DB" "$SOCKET_DIR" "$LN_PORT"

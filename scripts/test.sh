@@ -126,6 +126,38 @@ run_sql_tests() {
 }
 
 # ---------------------------------------------------------------------------
+# Test groups that start servers of their own (test/<group>/run.sh): each
+# prints a line "  ok    <check>" or "  FAIL  <check>" per check, its
+# figures, and exits non-zero when a check failed.  Every check counts as a
+# test; a group that fails without a FAIL line counts as one failure.
+# ---------------------------------------------------------------------------
+run_group() {
+	local name="$1" log="$TMP_DIR/group-$1.log" rc=0 p f
+	shift
+	say "running the $name tests"
+	"$@" 2>&1 | tee "$log" || rc=$?
+	p="$(grep -c '^  ok ' "$log" || true)"
+	f="$(grep -c '^  FAIL ' "$log" || true)"
+	# a group that reports one verdict of its own counts as one test
+	if ((rc != 0 && f == 0)); then
+		f=1
+	elif ((rc == 0 && p == 0)); then
+		p=1
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	((rc == 0)) || say "the $name tests failed"
+}
+
+run_group_tests() {
+	run_group fuzz bash "$ROOT/test/fuzz/run.sh"
+	run_group standby bash "$ROOT/test/standby/run.sh"
+	run_group dump bash "$ROOT/test/dump/run.sh"
+	run_group crash bash "$ROOT/test/crash/run.sh"
+	run_group worker bash "$ROOT/test/worker/run.sh"
+}
+
+# ---------------------------------------------------------------------------
 # End-to-end tests: the official LanceDB client (and plain HTTP) through the
 # gateway, run as the server's OS user so that the client and the server
 # write the same table folders.  They get a database of their own, whose
@@ -186,6 +218,7 @@ main() {
 	start_test_server
 	run_sql_tests
 	run_node_tests
+	run_group_tests
 	((FAILED == 0)) || exit 1
 }
 

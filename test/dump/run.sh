@@ -1,0 +1,442 @@
+#!/usr/bin/env bash
+# Reliability test: dump, restore and upgrade.
+#
+# Dump and restore: a database is seeded through the API (namespaces with
+# properties, registered, declared and managed local tables, versions on
+# main and on a branch, a tag, a rename, a queued drop, an altered
+# transaction, so a change log of every kind), GRANT/REVOKE EXECUTE on some
+# lance_ functions and privileges on the catalog for a role, and attempts
+# through lance_rest to create names that are not valid UTF-8 (which must
+# be refused: a stored invalid name makes pg_restore fail).  Then pg_dump -Fc
+# and pg_restore into a fresh database must succeed without errors, and the
+# restored database must hold the same lance_catalog rows (row by row), the
+# same sequence positions, the same privileges, and work: the same answers,
+# the next version, a new namespace, the change log continuing.
+#
+# Upgrade: CREATE EXTENSION lance_namespace VERSION '0.1.0', the same seed,
+# ALTER EXTENSION lance_namespace UPDATE; then extversion must be the
+# default_version of lance_namespace.control, every row of the catalog
+# intact (the columns 0.1.0 had), the privileges intact and the API working.
+# When the default version is 0.1.0 the update is a no-op and this passes.
+#
+# Runs as root (server processes as the postgres OS user) or as postgres.
+# Prints its figures and exits 0 only when every check passes.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try for the server (default 54451)
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+
+TMP_DIR=""
+PGDATA_DIR=""
+SHOW_LOGS=1 # the server's log helps when set-up fails, not when a check does
+START_SECONDS=$SECONDS
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	# finish the clean-up even when the output has gone (a closed pipe)
+	trap '' PIPE
+	set +e
+	[[ -n "$PGDATA_DIR" ]] && { stop_cluster "$PGDATA_DIR" || say "warning: could not stop the test server"; }
+	if ((rc != 0 && SHOW_LOGS)) && [[ -f "$PGDATA_DIR/server.log" ]]; then
+		echo "==== tail of $PGDATA_DIR/server.log"
+		tail -n 20 "$PGDATA_DIR/server.log"
+	fi
+	[[ -n "$TMP_DIR" ]] && rm -rf "$TMP_DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 141' PIPE
+
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
+
+TMP_DIR="$(mktemp -d)"
+chmod 755 "$TMP_DIR"
+chown postgres:postgres "$TMP_DIR"
+PGDATA_DIR="$TMP_DIR/pgdata"
+SOCK="$TMP_DIR/run"
+ROOTS="$TMP_DIR/tables"
+PORT="$(find_free_port "${LN_TEST_PORT:-54451}")"
+ROLE=ln_dump_reader
+
+init_cluster "$PGDATA_DIR" test
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK"
+make_postgres_dir "$ROOTS" 755
+
+# D <database> [psql args]: psql on one database of the test server.
+D() {
+	local db="$1"
+	shift
+	"$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -U postgres -h "$SOCK" -p "$PORT" -d "$db" "$@"
+}
+q() { printf "'%s'" "${1//\'/\'\'}"; }
+
+CHECKS=0 FAILED=0
+pass() {
+	CHECKS=$((CHECKS + 1))
+	printf '  ok    %s\n' "$1"
+}
+fail() {
+	CHECKS=$((CHECKS + 1))
+	FAILED=$((FAILED + 1))
+	printf '  FAIL  %s\n' "$1"
+	shift
+	local line
+	for line in "$@"; do printf '          %s\n' "${line:0:600}"; done
+}
+# same <label> <expected> <actual>: pass when equal and no error, else show both.
+same() {
+	if [[ "$2" == "$3" && "$2" != *ERROR:* ]]; then
+		pass "$1"
+	else
+		fail "$1" "expected: $(head -c 600 <<<"$2")" "actual:   $(head -c 600 <<<"$3")" \
+			"first difference: $(diff <(echo "$2") <(echo "$3") | grep '^[<>]' | head -n 4 | tr '\n' ' ')"
+	fi
+}
+
+D postgres -c "CREATE ROLE $ROLE NOLOGIN"
+
+# Manifest names (V2: 20-digit 2^64-1-version) for versions 1..4.
+V2=(x 18446744073709551614 18446744073709551613 18446744073709551612 18446744073709551611)
+
+# seed <database>: the catalog content, through the API, with a managed
+# table in a folder of the database's own under the local root.
+seed() {
+	local db="$1" m="$ROOTS/$1/m.lance" mp
+	mp="${m#/}"
+	local v
+	as_postgres mkdir -p "$m/_versions" "$m/tree/dev/_versions" "$ROOTS/$db/gone.lance/data"
+	as_postgres bash -c "echo rows >'$ROOTS/$db/gone.lance/data/0.lance'"
+	# real Lance manifests, since branches fork from them (test/fixtures/lance.manifest)
+	for v in 1 2 3; do
+		as_postgres bash -c "cat >'$m/_versions/${V2[$v]}.manifest-s$v'" <"$ROOT/test/fixtures/lance.manifest"
+	done
+	as_postgres bash -c "cat >'$m/tree/dev/_versions/${V2[4]}.manifest-b4'" <"$ROOT/test/fixtures/lance.manifest"
+	D "$db" <<SQL
+ALTER DATABASE "$db" SET lance_namespace.local_roots = $(q "$ROOTS");
+ALTER DATABASE "$db" SET lance_namespace.root = $(q "$ROOTS/$db/auto");
+SQL
+	D "$db" >/dev/null <<SQL
+SELECT lance_create_namespace('{"id": ["prod"], "properties": {"owner": "ml", "tier": "gold", "location": "s3://bucket/prod"}}');
+SELECT lance_create_namespace('{"id": ["prod", "vision"], "properties": {"team": "cv"}}');
+SELECT lance_create_namespace('{"id": ["données"], "properties": {"note": "é ü 日本"}}');
+SELECT lance_create_namespace('{"id": ["a b"]}');
+SELECT lance_create_namespace('{"id": ["a b", "c.d"]}');
+SELECT lance_create_namespace('{"id": ["tmp"]}');
+SELECT lance_drop_namespace('{"id": ["tmp"]}');
+SELECT lance_register_table('{"id": ["prod", "labels"], "location": "s3://bucket/labels.lance", "properties": {"p": "1"}}');
+SELECT lance_declare_table('{"id": ["prod", "vision", "images"]}');
+SELECT lance_declare_table('{"id": ["données", "tableau"], "location": "gs://b/t.lance"}');
+SELECT lance_batch_create_table_versions('{"entries": [
+    {"id": ["prod", "labels"], "version": 1, "manifest_path": "bucket/labels.lance/_versions/1.manifest", "manifest_size": 11},
+    {"id": ["prod", "labels"], "version": 2, "manifest_path": "bucket/labels.lance/_versions/2.manifest", "e_tag": "e2", "metadata": {"k": "v"}}]}');
+SELECT lance_create_table_version('{"id": ["données", "tableau"], "version": 1, "manifest_path": "b/t.lance/_versions/1.manifest"}');
+SELECT lance_declare_table(jsonb_build_object('id', '["prod", "m"]'::jsonb, 'location', $(q "$m")));
+SELECT lance_create_table_version(jsonb_build_object('id', '["prod", "m"]'::jsonb, 'version', v,
+       'manifest_path', $(q "$mp/_versions/")
+           || (ARRAY['${V2[1]}', '${V2[2]}', '${V2[3]}'])[v] || '.manifest-s' || v))
+  FROM generate_series(1, 3) v;
+SELECT lance_create_table_tag('{"id": ["prod", "m"], "tag": "v1", "version": 1}');
+SELECT lance_create_table_branch('{"id": ["prod", "m"], "name": "dev"}');
+SELECT lance_create_table_version(jsonb_build_object('id', '["prod", "m"]'::jsonb, 'branch', 'dev', 'version', 4,
+       'manifest_path', $(q "$mp/tree/dev/_versions/${V2[4]}.manifest-b4")));
+SELECT lance_batch_commit_tables('{"operations": [
+    {"declare_table": {"id": ["prod", "bc"], "location": "s3://bucket/bc.lance"}},
+    {"create_table_version": {"id": ["prod", "labels"], "version": 3, "manifest_path": "bucket/labels.lance/_versions/3.manifest"}}]}');
+SELECT lance_batch_delete_table_versions('{"id": ["prod", "labels"], "ranges": [{"start_version": 1, "end_version": 2}]}');
+SELECT lance_register_table('{"id": ["prod", "old"], "location": "s3://bucket/old.lance"}');
+SELECT lance_rename_table('{"id": ["prod", "old"], "new_table_name": "renamed", "new_namespace_id": ["prod", "vision"]}');
+SELECT lance_declare_table(jsonb_build_object('id', '["prod", "gone"]'::jsonb, 'location', $(q "$ROOTS/$db/gone.lance")));
+SELECT lance_drop_table('{"id": ["prod", "gone"]}');
+SELECT lance_deregister_table('{"id": ["prod", "bc"]}');
+SELECT status FROM lance_rest('POST', '/v1/namespace/prod%24rest/create', NULL, '{"properties": {"via": "rest"}}',
+                              '{"x-api-key": "k1", "X-Trace-Id": "t-1"}');
+SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
+       (SELECT transaction_id::text FROM lance_catalog.change ORDER BY seq LIMIT 1)),
+       'actions', '[{"setPropertyAction": {"key": "reviewed", "value": "yes"}}]'::jsonb));
+-- a failed call: a gap in the change numbers
+SELECT status FROM lance_rest('POST', '/v1/table/batch-commit', NULL,
+  '{"operations": [{"declare_table": {"id": ["prod", "x"], "location": "s3://b/x"}}, {"deregister_table": {"id": ["prod", "missing"]}}]}', NULL);
+GRANT EXECUTE ON FUNCTION lance_describe_table(jsonb), lance_list_namespaces(jsonb) TO $ROLE;
+REVOKE EXECUTE ON FUNCTION lance_drop_table(jsonb), lance_drop_namespace(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_drop_table(jsonb) TO $ROLE;
+GRANT USAGE ON SCHEMA lance_catalog TO $ROLE;
+GRANT SELECT ON lance_catalog.object, lance_catalog.version TO $ROLE;
+GRANT SELECT, INSERT ON lance_catalog.change TO $ROLE;
+GRANT USAGE ON SEQUENCE lance_catalog.change_seq TO $ROLE;
+SQL
+}
+
+# The catalog's rows, one per line, in key order, of the given columns (all
+# by default).  Not the root namespace (id 0): CREATE EXTENSION makes it, so
+# pg_dump leaves it out and its created_at is the restoring database's.
+rows_of() {
+	local db="$1" table="$2" key="$3" cols="${4:-x.*}" where=""
+	[[ "$table" == object ]] && where="WHERE x.id <> 0"
+	D "$db" -c "SELECT ROW($cols)::text FROM lance_catalog.$table x $where ORDER BY $key"
+}
+columns_of() {
+	D "$1" -c "SELECT string_agg('x.' || quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+	           WHERE attrelid = 'lance_catalog.$2'::regclass AND attnum > 0 AND NOT attisdropped"
+}
+# shellcheck disable=SC2054 # table:key columns, the key comma-separated
+KEYS=(object:id version:table_id,branch,version change:seq)
+sequences_of() {
+	D "$1" -c "SELECT 'object_id_seq ' || last_value || ' ' || is_called FROM lance_catalog.object_id_seq" \
+		-c "SELECT 'change_seq ' || last_value || ' ' || is_called FROM lance_catalog.change_seq"
+}
+# Every privilege that matters: the API functions, the catalog's schema, tables and sequences.
+privileges_of() {
+	D "$1" <<SQL
+SELECT 'function ' || p.oid::regprocedure::text || ' ' || coalesce(p.proacl::text, 'default')
+  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'lance_namespace' ORDER BY 1;
+SELECT 'schema lance_catalog ' || coalesce(nspacl::text, 'default') FROM pg_namespace WHERE nspname = 'lance_catalog';
+SELECT 'relation ' || c.oid::regclass::text || ' ' || coalesce(c.relacl::text, 'default')
+  FROM pg_class c WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind IN ('r', 'S') ORDER BY 1;
+SELECT 'has_function_privilege ' || f || ' ' || has_function_privilege('$ROLE', f, 'EXECUTE')
+  FROM unnest(ARRAY['lance_describe_table(jsonb)', 'lance_list_namespaces(jsonb)', 'lance_drop_table(jsonb)',
+                    'lance_drop_namespace(jsonb)', 'lance_create_namespace(jsonb)']) f;
+SELECT 'has_table_privilege ' || t || ' ' || p || ' ' || has_table_privilege('$ROLE', t, p)
+  FROM unnest(ARRAY['lance_catalog.object', 'lance_catalog.version', 'lance_catalog.change']) t,
+       unnest(ARRAY['SELECT', 'INSERT', 'DELETE']) p ORDER BY 1;
+SQL
+}
+# The extension's objects as a fresh CREATE EXTENSION of the current version
+# makes them: functions, the catalog's columns, constraints and indexes, the
+# tables and conditions pg_dump keeps.  An upgraded database must match.
+schema_of() {
+	D "$1" <<'SQL'
+WITH members AS (SELECT d.classid, d.objid FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+                  WHERE e.extname = 'lance_namespace' AND d.deptype = 'e')
+SELECT 'function ' || p.oid::regprocedure::text || ' returns ' || pg_get_function_result(p.oid)
+       || ' ' || p.provolatile::text || p.proisstrict::text || p.prosecdef::text || ' ' || p.prolang::regproc::text
+       || ' ' || md5(p.prosrc || coalesce(p.probin, ''))
+  FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+UNION ALL
+SELECT 'relation ' || c.oid::regclass::text || ' ' || c.relkind::text
+  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+UNION ALL
+SELECT 'column ' || a.attrelid::regclass::text || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+       || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+       || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), '')
+       || coalesce(' collate ' || co.collname, '') || CASE WHEN a.attidentity <> '' THEN ' identity ' || a.attidentity::text ELSE '' END
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+  LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 0 AND co.collname <> 'default'
+ WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace = 'lance_catalog'::regnamespace
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+ WHERE c.relnamespace = 'lance_catalog'::regnamespace
+UNION ALL
+SELECT 'config ' || cfg::regclass::text || ' ' || coalesce(cond, '')
+  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS u(cfg, cond) WHERE e.extname = 'lance_namespace'
+ORDER BY 1;
+SQL
+}
+# Answers of the read API that must not change (no time-dependent values).
+answers_of() {
+	D "$1" <<'SQL'
+SELECT lance_list_namespaces('{"id": []}');
+SELECT lance_list_namespaces('{"id": ["prod"]}');
+SELECT lance_describe_namespace('{"id": ["prod"]}');
+SELECT lance_describe_namespace('{"id": ["données"]}');
+SELECT lance_list_all_tables('{}');
+SELECT lance_list_tables('{"id": ["prod", "vision"]}');
+SELECT lance_describe_table('{"id": ["prod", "labels"], "with_table_uri": true, "check_declared": true}');
+SELECT lance_describe_table('{"id": ["prod", "vision", "images"], "check_declared": true}');
+SELECT lance_describe_table('{"id": ["prod", "m"], "tag": "v1"}');
+SELECT lance_list_table_versions('{"id": ["prod", "labels"]}');
+SELECT lance_list_table_versions('{"id": ["prod", "m"]}');
+SELECT lance_list_table_versions('{"id": ["prod", "m"], "branch": "dev"}');
+SELECT lance_describe_table_version('{"id": ["prod", "m"], "branch": "dev"}');
+SELECT lance_list_table_branches('{"id": ["prod", "m"]}');
+SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(
+       (SELECT transaction_id::text FROM lance_catalog.change ORDER BY seq LIMIT 1))));
+SELECT status || ' ' || response_body FROM lance_rest('POST', '/v1/table/prod%24vision%24renamed/describe', NULL, NULL, NULL);
+SELECT json_agg(c ORDER BY c.seq) FROM lance_changes() c;
+SQL
+}
+# The catalog works: the next version, a new namespace, the log continues.
+check_works() {
+	local db="$1" what="$2" out rc=0
+	out="$(D "$db" <<'SQL' 2>&1
+SELECT max(seq) AS seq_before FROM lance_catalog.change \gset
+SELECT (lance_create_table_version('{"id": ["prod", "labels"], "version": 4, "manifest_path": "bucket/labels.lance/_versions/4.manifest"}')
+        #>> '{version,version}') = '4';
+SELECT lance_describe_table_version('{"id": ["prod", "labels"]}') #>> '{version,version}' = '4';
+SELECT lance_create_namespace('{"id": ["after"], "properties": {"x": "y"}}') ? 'transaction_id';
+SELECT lance_declare_table('{"id": ["after", "t"], "location": "s3://bucket/after/t.lance"}') ->> 'location' = 's3://bucket/after/t.lance';
+SELECT lance_describe_table('{"id": ["after", "t"], "check_declared": true}') ->> 'is_only_declared' = 'true';
+SELECT array_agg(operation ORDER BY seq) = '{CreateTableVersion,CreateNamespace,DeclareTable}' FROM lance_changes(:seq_before) c;
+SELECT (SELECT count(*) FROM lance_catalog.change) = (SELECT count(*) FROM lance_changes());
+SELECT status = 200 FROM lance_rest('POST', '/v1/table/prod%24labels/version/describe', NULL, '{"version": 4}', NULL);
+SQL
+)" || rc=$?
+	if ((rc == 0)) && [[ "$(sort -u <<<"$out")" == t ]]; then
+		pass "$what: next version, new namespace and table, change log continues, REST"
+	else
+		fail "$what: the catalog does not work" "$(tr '\n' ' ' <<<"$out")"
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Dump and restore
+# ---------------------------------------------------------------------------
+say "dump and restore"
+D postgres -c 'CREATE DATABASE src'
+D src -c 'CREATE EXTENSION lance_namespace'
+seed src
+
+# Names that are not valid UTF-8, through the REST path: must be refused.
+# Each attempt: path|query|body; a name, a location or a new name that is
+# not valid UTF-8 once percent-decoded, in the path or in the query.
+for attempt in \
+	'/v1/namespace/%FF%FE/create||' \
+	'/v1/namespace/prod%24ok%C3%28/create||{"properties": {"k": "v"}}' \
+	'/v1/namespace/prod%24%ED%A0%80/create||' \
+	'/v1/table/prod%24t%C0%AF/register||{"location": "s3://bucket/bad.lance"}' \
+	'/v1/table/prod%24t%FF/declare||{"location": "s3://bucket/bad2.lance"}' \
+	'/v1/table/prod%24bad3/register|location=s3://bucket/%FF.lance|' \
+	'/v1/table/prod%24labels/rename|new_table_name=%FE%FF|' \
+	'/v1/namespace/prod%FFx%24y/create|delimiter=%FF|'; do
+	IFS='|' read -r path query body <<<"$attempt"
+	label="$path${query:+?$query}"
+	[[ -n "$query" ]] && query="$(q "$query")" || query=NULL
+	[[ -n "$body" ]] && body="$(q "$body")" || body=NULL
+	out="$(D src -F ' ' -c "SELECT status, response_body FROM lance_rest('POST', $(q "$path"), $query, $body, NULL)" 2>&1)" || true
+	status="${out%% *}"
+	if [[ "$status" =~ ^[0-9]+$ ]] && ((status >= 400 && status < 500)); then
+		pass "REST $label refused: $out"
+	else
+		fail "REST $label with invalid UTF-8: expected a 4xx refusal, got" "$out"
+	fi
+done
+invalid="$(D src <<'SQL'
+CREATE FUNCTION pg_temp.valid_utf8(t text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN PERFORM convert_from(convert_to(t, 'UTF8'), 'UTF8'); RETURN true;
+EXCEPTION WHEN OTHERS THEN RETURN false; END $$;
+SELECT string_agg(what, '; ') FROM (
+    SELECT 'object ' || id || ' (' || kind || ')' AS what FROM lance_catalog.object
+     WHERE NOT pg_temp.valid_utf8(name || coalesce(location, '') || properties::text)
+    UNION ALL
+    SELECT 'change ' || seq || ' (' || operation || ')' FROM lance_catalog.change
+     WHERE NOT pg_temp.valid_utf8(array_to_string(objects, '|') || array_to_string(namespaces, '|')
+                                  || context::text || properties::text)) x;
+SQL
+)"
+if [[ -z "$invalid" ]]; then
+	pass "no catalog row holds invalid UTF-8"
+else
+	fail "catalog rows hold invalid UTF-8 (stored through lance_rest)" "$invalid"
+fi
+
+declare -A SRC_ROWS
+for kt in "${KEYS[@]}"; do SRC_ROWS[${kt%%:*}]="$(rows_of src "${kt%%:*}" "${kt#*:}")"; done
+SRC_SEQ="$(sequences_of src)"
+SRC_PRIV="$(privileges_of src)"
+SRC_ANSWERS="$(answers_of src)"
+
+rc=0
+"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$TMP_DIR/src.dump" src 2>"$TMP_DIR/dump.log" || rc=$?
+if ((rc == 0)); then
+	pass "pg_dump -Fc ($(stat -c %s "$TMP_DIR/src.dump") bytes)"
+else
+	fail "pg_dump failed" "$(cat "$TMP_DIR/dump.log")"
+fi
+D postgres -c 'CREATE DATABASE dst'
+D dst <<SQL
+ALTER DATABASE dst SET lance_namespace.local_roots = $(q "$ROOTS");
+ALTER DATABASE dst SET lance_namespace.root = $(q "$ROOTS/src/auto");
+SQL
+rc=0
+"$PG_BIN/pg_restore" -U postgres -h "$SOCK" -p "$PORT" -d dst "$TMP_DIR/src.dump" >"$TMP_DIR/restore.log" 2>&1 || rc=$?
+if ((rc == 0)) && ! grep -q 'error' "$TMP_DIR/restore.log"; then
+	pass "pg_restore into a fresh database"
+else
+	mapfile -t lines < <(grep -i 'error\|detail\|context' "$TMP_DIR/restore.log" | head -n 8)
+	fail "pg_restore failed (exit $rc)" "${lines[@]}"
+fi
+
+ROWS_COMPARED=0
+for kt in "${KEYS[@]}"; do
+	t="${kt%%:*}"
+	dst_rows="$(rows_of dst "$t" "${kt#*:}" 2>&1)" || true
+	n="$(grep -c . <<<"${SRC_ROWS[$t]}" || true)"
+	ROWS_COMPARED=$((ROWS_COMPARED + n))
+	same "restored lance_catalog.$t: $n rows, row by row" "${SRC_ROWS[$t]}" "$dst_rows"
+done
+same "restored sequence positions" "$SRC_SEQ" "$(sequences_of dst 2>&1)"
+same "restored privileges (function ACLs, has_function_privilege, catalog grants)" "$SRC_PRIV" "$(privileges_of dst 2>&1)"
+same "restored catalog answers the read API as the original" "$SRC_ANSWERS" "$(answers_of dst 2>&1)"
+check_works dst "restored catalog"
+
+# ---------------------------------------------------------------------------
+# Upgrade from 0.1.0 to the current default version
+# ---------------------------------------------------------------------------
+say "upgrade from 0.1.0"
+CONTROL_VERSION="$(sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$ROOT/lance_namespace.control")"
+[[ -n "$CONTROL_VERSION" ]] || die "no default_version in $ROOT/lance_namespace.control"
+D postgres -c 'CREATE DATABASE upg'
+D upg -c "CREATE EXTENSION lance_namespace VERSION '0.1.0'"
+same "installed extension's default version is the control file's" "$CONTROL_VERSION" \
+	"$(D upg -c "SELECT default_version FROM pg_available_extensions WHERE name = 'lance_namespace'")"
+seed upg
+declare -A COLS UPG_ROWS
+for kt in "${KEYS[@]}"; do
+	t="${kt%%:*}"
+	COLS[$t]="$(columns_of upg "$t")"
+	UPG_ROWS[$t]="$(rows_of upg "$t" "${kt#*:}" "${COLS[$t]}")"
+done
+UPG_SEQ="$(sequences_of upg)"
+UPG_PRIV="$(privileges_of upg | grep -v '^function ')" # 0.1.0's functions may be replaced
+UPG_FPRIV="$(privileges_of upg | grep '^function ')"
+UPG_ANSWERS="$(answers_of upg)"
+rc=0
+out="$(D upg -c 'ALTER EXTENSION lance_namespace UPDATE' 2>&1)" || rc=$?
+if ((rc == 0)); then
+	pass "ALTER EXTENSION lance_namespace UPDATE${out:+ ($out)}"
+else
+	fail "ALTER EXTENSION lance_namespace UPDATE failed" "$out"
+fi
+same "extversion after the update is default_version of lance_namespace.control" "$CONTROL_VERSION" \
+	"$(D upg -c "SELECT extversion FROM pg_extension WHERE extname = 'lance_namespace'")"
+for kt in "${KEYS[@]}"; do
+	t="${kt%%:*}"
+	n="$(grep -c . <<<"${UPG_ROWS[$t]}" || true)"
+	ROWS_COMPARED=$((ROWS_COMPARED + n))
+	same "lance_catalog.$t after the update: $n rows intact" "${UPG_ROWS[$t]}" \
+		"$(rows_of upg "$t" "${kt#*:}" "${COLS[$t]}" 2>&1)"
+done
+same "sequence positions after the update" "$UPG_SEQ" "$(sequences_of upg 2>&1)"
+same "privileges after the update (catalog grants, has_*_privilege)" "$UPG_PRIV" \
+	"$(privileges_of upg 2>&1 | grep -v '^function ')"
+# every function 0.1.0 had that still exists keeps its ACL
+after_fpriv="$(privileges_of upg 2>&1 | grep '^function ')"
+kept="$(comm -12 <(sort <<<"$UPG_FPRIV" | cut -d' ' -f2) <(sort <<<"$after_fpriv" | cut -d' ' -f2))"
+same "function ACLs after the update ($(grep -c . <<<"$kept") functions kept)" \
+	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$UPG_FPRIV" | sort)" \
+	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$after_fpriv" | sort)"
+D postgres -c 'CREATE DATABASE fresh'
+D fresh -c 'CREATE EXTENSION lance_namespace'
+same "the updated extension's objects are those of a fresh CREATE EXTENSION ($(schema_of fresh | grep -c .) objects)" \
+	"$(schema_of fresh 2>&1)" "$(schema_of upg 2>&1)"
+same "the read API answers as before the update" "$UPG_ANSWERS" "$(answers_of upg 2>&1)"
+check_works upg "updated catalog"
+
+SHOW_LOGS=0
+echo
+say "dump test: $CHECKS checks, $FAILED failed; $ROWS_COMPARED catalog rows compared; extension 0.1.0 -> $CONTROL_VERSION; $((SECONDS - START_SECONDS)) s"
+if ((FAILED > 0)); then
+	say "dump test FAILED"
+	exit 1
+fi
+say "dump test passed"

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The background worker: with lance_namespace in shared_preload_libraries it
+# removes dropped tables' data without anyone calling lance_process_drops(),
+# and after a (re)start it sweeps what interrupted transactions left in the
+# tables' folders; lance_sweep_leftovers() does the same on demand.
+#
+# Runs as root (or postgres) and starts its own cluster in a temporary
+# folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check; exits 0
+# only when every check passed.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try (default 54481)
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+
+WORK="$(mktemp -d)"
+chown postgres:postgres "$WORK"
+chmod 755 "$WORK"
+PGDATA_DIR="$WORK/pgdata"
+SOCK="$WORK/run"
+TABLES="$WORK/tables"
+PORT="$(find_free_port "${LN_TEST_PORT:-54481}")"
+CHECKS=0
+FAILS=0
+START=$SECONDS
+
+cleanup() {
+	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+pass() {
+	CHECKS=$((CHECKS + 1))
+	printf '  ok    %s\n' "$1"
+}
+fail() {
+	CHECKS=$((CHECKS + 1))
+	FAILS=$((FAILS + 1))
+	printf '  FAIL  %s\n' "$1"
+}
+check() { # check <label> <expected> <actual>
+	if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d worker "$@"; }
+# wait_for <seconds> <sql that answers t when done>
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	while ((SECONDS < deadline)); do
+		[[ "$(sql -c "$2" 2>/dev/null)" == t ]] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+init_cluster "$PGDATA_DIR" test >/dev/null
+cat >>"$PGDATA_DIR/postgresql.conf" <<CONF
+shared_preload_libraries = 'lance_namespace'
+lance_namespace.maintenance_interval = 1
+CONF
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+make_postgres_dir "$TABLES" 755
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE worker'
+sql <<SQL
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE worker SET lance_namespace.root = '$TABLES';
+ALTER DATABASE worker SET lance_namespace.local_roots = '$TABLES';
+SQL
+
+# The launcher runs.
+if wait_for 10 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'lance_namespace launcher'"; then
+	pass "the launcher runs"
+else
+	fail "the launcher runs"
+fi
+
+# A dropped table's data goes without anyone calling lance_process_drops().
+sql -c "SELECT lance_create_namespace('{\"id\": [\"w\"]}')" >/dev/null
+location="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"gone\"]}') ->> 'location'")"
+as_postgres mkdir -p "$location/_versions" "$location/data"
+as_postgres sh -c "echo data > '$location/data/part-0.lance'"
+sql -c "SELECT lance_drop_table('{\"id\": [\"w\", \"gone\"]}')" >/dev/null
+if wait_for 20 "SELECT status = 'Succeeded' FROM lance_catalog.change WHERE operation = 'DropTable' ORDER BY seq DESC LIMIT 1"; then
+	pass "the worker processed the queued drop"
+else
+	fail "the worker processed the queued drop"
+fi
+check "the dropped table's folder is gone" "absent" "$([[ -e "$location" ]] && echo present || echo absent)"
+
+# Leftovers of interrupted transactions in a managed table's folders.  Their
+# names carry the full transaction id of the transaction that made them.
+kept="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"kept\"]}') ->> 'location'")"
+committed="$(sql -c 'SELECT txid_current()')"
+aborted="$(sql -c 'BEGIN' -c 'SELECT txid_current()' -c 'ROLLBACK' | tail -n 1)"
+plant_leftovers() {
+	as_postgres mkdir -p "$kept/_refs/tags" "$kept/_versions" "$kept/tree/b1/_versions"
+	as_postgres sh -c "
+		echo old > '$kept/_refs/tags/removed.json.deleted-x$committed-0123abcd'
+		echo back > '$kept/_refs/tags/back.json.deleted-x$aborted-0123abcd'
+		echo partial > '$kept/_versions/1.manifest.tmp-x$aborted-89abcdef'
+		echo partial > '$kept/_refs/tags/new.json.tmp-x$committed-89abcdef'
+		mkdir -p '$kept/tree/gone.deleted-x$committed-00000001/_versions'
+		echo v > '$kept/tree/gone.deleted-x$committed-00000001/_versions/1.manifest'
+		echo unrelated > '$kept/_refs/tags/other.json.deleted-7-0123abcd'"
+}
+listing() { (cd "$kept" && find . -mindepth 1 | LC_ALL=C sort | tr '\n' ' '); }
+expected_after="./_refs ./_refs/tags ./_refs/tags/back.json ./_refs/tags/other.json.deleted-7-0123abcd ./_versions ./tree ./tree/b1 ./tree/b1/_versions "
+
+# On demand, without the worker's help.
+plant_leftovers
+check "lance_sweep_leftovers() answers what it handled" "5" "$(sql -c 'SELECT lance_sweep_leftovers()')"
+check "only the leftovers of ended transactions are gone, an aborted deletion is put back" \
+	"$expected_after" "$(listing)"
+check "the restored file is the original" "back" "$(cat "$kept/_refs/tags/back.json")"
+as_postgres rm -f "$kept/_refs/tags/back.json"
+
+# After a restart, by the worker.
+plant_leftovers
+stop_cluster "$PGDATA_DIR" >/dev/null
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+deadline=$((SECONDS + 20))
+while ((SECONDS < deadline)) && [[ "$(listing)" != "$expected_after" ]]; do
+	sleep 0.2
+done
+check "the worker swept the leftovers after the restart" "$expected_after" "$(listing)"
+
+printf 'lance_namespace: worker test: %d checks, %d failed, %d s\n' "$CHECKS" "$FAILS" "$((SECONDS - START))"
+((FAILS == 0))
