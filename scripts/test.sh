@@ -155,6 +155,7 @@ run_group_tests() {
 	run_group dump bash "$ROOT/test/dump/run.sh"
 	run_group crash bash "$ROOT/test/crash/run.sh"
 	run_group worker bash "$ROOT/test/worker/run.sh"
+	run_group errors bash "$ROOT/test/errors/run.sh"
 }
 
 # ---------------------------------------------------------------------------
