@@ -48,3 +48,14 @@ SELECT lance_drop_namespace('{"id": ["été"]}') - 'transaction_id';
 -- of any size is checked against the lock table, not number by number.
 SELECT count(*) >= 0 AS answered FROM lance_changes(-9223372036854775808, 5);
 SELECT lance_catalog.change_in_flight(1, 9223372036854775807) AS in_flight;
+
+-- A name too long for the file system, in a location under the local
+-- roots, is the request's mistake, not an internal error.
+SET lance_namespace.root = '/tmp';
+SET lance_namespace.local_roots = '/tmp';
+-- (the derived location has a random part: show the SQLSTATE alone)
+\set VERBOSITY sqlstate
+SELECT lance_declare_table(jsonb_build_object('id', jsonb_build_array(repeat('n', 300)))) - 'transaction_id';
+\set VERBOSITY default
+RESET lance_namespace.root;
+SET lance_namespace.local_roots = '';

@@ -397,6 +397,9 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 static void
 raise_io_error(const char *what, const char *path, int err)
 {
+	/* a name or a path the file system cannot take is the request's, not ours */
+	if (err == ENAMETOOLONG || err == ELOOP)
+		ln_error(LN_INVALID_INPUT, "could not %s \"%s\": %s", what, path, strerror(err));
 	ln_error(LN_INTERNAL, "could not %s \"%s\": %s", what, path, strerror(err));
 }
 
