@@ -24,6 +24,8 @@ SELECT lance_describe_namespace(('{"id": [], "x": {"y": ' || repeat('[', 30) || 
 -- Bytes that are not UTF-8, spelled with percent escapes in a path or query.
 SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/%FF%FE/create', NULL, NULL, NULL);
 SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/%24/list', 'page_token=%C3', NULL, NULL);
+-- A query left on the path counts like the given one, and is checked alike.
+SELECT status, response_body FROM lance_rest('POST', '/v1/table/?x=%C0%AF', NULL, NULL, NULL);
 -- Well-formed UTF-8 in escapes is a name like any other.
 SELECT status, response_body::jsonb - 'transaction_id' AS body
   FROM lance_rest('POST', '/v1/namespace/%C3%A9t%C3%A9/create', NULL, NULL, NULL);
@@ -59,3 +61,13 @@ SELECT lance_declare_table(jsonb_build_object('id', jsonb_build_array(repeat('n'
 \set VERBOSITY default
 RESET lance_namespace.root;
 SET lance_namespace.local_roots = '';
+
+-- A request's size is bounded: at most 1000 entries (operations, ranges,
+-- actions) and ids of at most 64 levels.
+SELECT lance_batch_create_table_versions(jsonb_build_object('entries',
+    (SELECT jsonb_agg(jsonb_build_object('id', ARRAY['ns', 't'], 'version', g, 'manifest_path', 'm'))
+       FROM generate_series(1, 1001) g)));
+SELECT lance_batch_delete_table_versions(jsonb_build_object('id', ARRAY['ns', 't'], 'ranges',
+    (SELECT jsonb_agg(jsonb_build_object('start_version', g, 'end_version', g + 1))
+       FROM generate_series(1, 20000) g)));
+SELECT lance_describe_namespace(jsonb_build_object('id', (SELECT jsonb_agg('n'::text) FROM generate_series(1, 65))));

@@ -42,8 +42,19 @@ SELECT status FROM lance_rest('POST', '/v1/table/rs%24t/exists', NULL, NULL, NUL
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/batch-commit', NULL,
   '{"operations": [{"declare_table": {"id": ["rs", "new"], "location": "s3://bucket/rs/new"}}, {"deregister_table": {"id": ["rs", "missing"]}}]}', NULL);
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24new/exists', NULL, NULL, NULL);
--- Headers: x-api-key and Authorization fill identity; others become context "header.<name>".
+-- Headers: x-api-key and Authorization fill identity; the headers of
+-- lance_namespace.logged_headers become context "header.<name>", and no
+-- other header reaches the commit log.
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, '{"X-Trace-Id": "t-1", "Authorization": "Bearer tok"}');
 SELECT operation, context FROM lance_catalog.change WHERE objects = '{rs$h}';
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h2/create', NULL, NULL,
+    '{"X-Request-Id": "r-2", "Cookie": "session=s", "X-Api-Key": "k", "X-Custom": "c", "Proxy-Authorization": "Basic x"}');
+SELECT context FROM lance_catalog.change WHERE objects = '{rs$h2}';
+-- An administrator may log other headers, never credentials.
+SET lance_namespace.logged_headers = 'x-custom, cookie, authorization, x-api-key';
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h3/create', NULL, NULL,
+    '{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "k", "X-Custom": "c", "Authorization": "Bearer t"}');
+SELECT context FROM lance_catalog.change WHERE objects = '{rs$h3}';
+RESET lance_namespace.logged_headers;
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
 RESET lance_namespace.local_roots;

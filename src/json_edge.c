@@ -32,6 +32,14 @@
 /* Deepest nesting of arrays and objects a request, body or header may have. */
 #define LN_MAX_JSON_DEPTH 32
 
+/*
+ * The most entries, operations, ranges or actions one request may hold,
+ * and the most levels an id may have: every element costs catalog work in
+ * the caller's transaction, so a request's cost stays bounded.
+ */
+#define LN_MAX_ARRAY_ITEMS 1000
+#define LN_MAX_ID_LEVELS   64
+
 typedef struct JsonTree
 {
 	MemoryContextCallback callback;
@@ -183,6 +191,9 @@ decode_id(json_object *value, const char *prefix, const char *field, LnId *id)
 	if (!json_object_is_type(value, json_type_array))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an array of names", prefix, field);
 	id->len = (int)json_object_array_length(value);
+	if (id->len > LN_MAX_ID_LEVELS)
+		ln_error(LN_INVALID_INPUT, "field \"%s%s\" has %d levels; an id has at most %d", prefix,
+				 field, id->len, LN_MAX_ID_LEVELS);
 	id->names = palloc(sizeof(char *) * (id->len + 1));
 	for (int i = 0; i < id->len; i++)
 	{
@@ -260,6 +271,10 @@ decode_array(json_object *value, const char *prefix, const char *field, int *n)
 	if (!json_object_is_type(value, json_type_array))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an array", prefix, field);
 	*n = (int)json_object_array_length(value);
+	if (*n > LN_MAX_ARRAY_ITEMS)
+		ln_error_detail(LN_INVALID_INPUT, "Split the request into several.",
+						"field \"%s%s\" holds %d items; one request takes at most %d", prefix,
+						field, *n, LN_MAX_ARRAY_ITEMS);
 	return value;
 }
 

@@ -11,6 +11,7 @@
 #include "changes.h"
 #include "extension_guard.h"
 #include "location.h"
+#include "rest.h"
 #include "storage.h"
 #include "worker.h"
 
@@ -24,6 +25,7 @@ _PG_init(void)
 	location_init();
 	storage_init();
 	changes_init();
+	rest_init();
 	extension_guard_init();
 	worker_init();
 	MarkGUCPrefixReserved("lance_namespace");

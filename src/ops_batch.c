@@ -5,6 +5,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "error.h"
 #include "ops_batch.h"
 #include "request.h"
@@ -60,6 +62,7 @@ op_batch_commit_tables(const LnRequest *req, LnResponse *resp)
 		int i = order[k];
 		const LnCommitOperation *op = &req->operations[i];
 
+		CHECK_FOR_INTERRUPTS();
 		ln_error_set_element(psprintf("operations[%d].%s", i, commit_kind_names[op->kind]));
 		resp->results[i].kind = op->kind;
 		op->handler(&op->request, &resp->results[i].response);

@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
@@ -94,6 +96,9 @@ op_batch_delete_table_versions(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 	const char *branch;
+	char **tag_names;
+	int64 *tagged;
+	int ntags;
 
 	get_table(req, &table);
 	branch = branch_key(req, table.location);
@@ -104,20 +109,21 @@ op_batch_delete_table_versions(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
 				 ln_id_string(&req->id, req->id.len));
 
+	/* Lance keeps tagged versions too: a tag must not point at nothing */
+	ntags = refs_tags_on_branch(req, &table, branch[0] ? branch : NULL, &tag_names, &tagged);
+
 	resp->fields = LN_RESP_DELETED_COUNT;
 	for (int i = 0; i < req->nranges; i++)
 	{
 		const LnVersionRange *r = &req->ranges[i];
 		int64 last = r->end_version < 0 ? PG_INT64_MAX : r->end_version - 1;
 
-		char *tag;
-
-		/* Lance keeps tagged versions too: a tag must not point at nothing */
-		if (refs_tags_on_versions(req, &table, branch[0] ? branch : NULL, r->start_version, last,
-								  &tag) > 0)
-			ln_error_detail(LN_INVALID_TABLE_STATE, "Delete or move the tag first.",
-							"versions of table \"%s\" in range %d are tagged (\"%s\")",
-							ln_id_string(&req->id, req->id.len), i, tag);
+		CHECK_FOR_INTERRUPTS();
+		for (int t = 0; t < ntags; t++)
+			if (tagged[t] >= r->start_version && tagged[t] <= last)
+				ln_error_detail(LN_INVALID_TABLE_STATE, "Delete or move the tag first.",
+								"versions of table \"%s\" in range %d are tagged (\"%s\")",
+								ln_id_string(&req->id, req->id.len), i, tag_names[t]);
 		if (last >= r->start_version)
 			resp->deleted_count +=
 				catalog_delete_versions(table.id, branch, r->start_version, last);

@@ -2,9 +2,11 @@
  * refs.c
  *		A table's tags and branches as Lance keeps them in its _refs folder,
  *		shared by the handlers: check a name, read a ref, and find the tags
- *		on a range of versions.
+ *		on a branch.
  */
 #include "postgres.h"
+
+#include "miscadmin.h"
 
 #include "error.h"
 #include "json_edge.h"
@@ -62,29 +64,36 @@ refs_get_tag(const LnRequest *req, const CatalogObject *table, LnRefContents *ta
 	refs_read(req, table, "tags", req->tag, tag);
 }
 
-/* The tags of a table that point at versions first to last of `branch` (NULL main). */
+/*
+ * The tags of a table that point at versions of `branch` (NULL: main):
+ * their names and versions, each tag file read once.
+ */
 int
-refs_tags_on_versions(const LnRequest *req, const CatalogObject *table, const char *branch,
-					  int64 first, int64 last, char **one)
+refs_tags_on_branch(const LnRequest *req, const CatalogObject *table, const char *branch,
+					char ***tag_names, int64 **versions)
 {
 	char **names;
 	int n;
 	int found = 0;
 
+	*tag_names = NULL;
+	*versions = NULL;
 	if (!storage_is_managed(table->location))
 		return 0;
 	n = storage_list_refs(table->location, "tags", &names);
+	*tag_names = palloc(sizeof(char *) * (n + 1));
+	*versions = palloc(sizeof(int64) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
 		LnRefContents tag;
 
+		CHECK_FOR_INTERRUPTS();
 		refs_read(req, table, "tags", names[i], &tag);
-		if (tag.version >= first && tag.version <= last &&
-			((tag.branch == NULL && branch == NULL) ||
-			 (tag.branch != NULL && branch != NULL && strcmp(tag.branch, branch) == 0)))
+		if ((tag.branch == NULL && branch == NULL) ||
+			(tag.branch != NULL && branch != NULL && strcmp(tag.branch, branch) == 0))
 		{
-			*one = names[i];
-			found++;
+			(*tag_names)[found] = names[i];
+			(*versions)[found++] = tag.version;
 		}
 	}
 	return found;

@@ -20,13 +20,87 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/resowner.h"
+#include "utils/varlena.h"
 
 #include "error.h"
 #include "frame.h"
 #include "json_edge.h"
 #include "location.h"
 #include "registry.h"
+#include "rest.h"
+
+/*
+ * lance_namespace.logged_headers: the request headers the commit log keeps
+ * in an entry's context, as "header.<name>".  Every other header stays out
+ * of the log, which every catalog role and every dump can read; credentials
+ * stay out even when listed.
+ */
+static char *logged_headers = NULL;
+
+static const char *const credential_headers[] = {
+	"authorization", "cookie", "proxy-authorization", "x-api-key", "x-auth-token", "set-cookie"};
+
+void
+rest_init(void)
+{
+	DefineCustomStringVariable(
+		"lance_namespace.logged_headers",
+		"Request headers that the commit log records in an entry's context.",
+		"A comma-separated list of header names.  Credentials (authorization, cookie, "
+		"proxy-authorization, x-api-key, x-auth-token) are never recorded.",
+		&logged_headers, "x-request-id,x-trace-id,x-correlation-id,traceparent,tracestate",
+		PGC_SUSET, GUC_LIST_INPUT, NULL, NULL, NULL);
+}
+
+static bool
+is_credential(const char *name)
+{
+	for (size_t i = 0; i < lengthof(credential_headers); i++)
+		if (strcmp(name, credential_headers[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool
+is_logged(const char *name)
+{
+	char *list = pstrdup(logged_headers ? logged_headers : "");
+	List *names;
+	ListCell *lc;
+
+	if (is_credential(name) || !SplitIdentifierString(list, ',', &names))
+		return false;
+	foreach (lc, names)
+		if (pg_strcasecmp((char *)lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The headers the request goes on with: those that carry its identity
+ * (x-api-key, Authorization), which never reach the log, and those the log
+ * may record.  Names are in lower case.
+ */
+static LnMap
+kept_headers(const LnMap *headers)
+{
+	LnMap kept = {0, palloc(sizeof(char *) * (headers->len + 1)),
+				  palloc(sizeof(char *) * (headers->len + 1))};
+
+	for (int i = 0; i < headers->len; i++)
+	{
+		const char *name = headers->keys[i];
+
+		if (strcmp(name, "x-api-key") == 0 || strcmp(name, "authorization") == 0 || is_logged(name))
+		{
+			kept.keys[kept.len] = headers->keys[i];
+			kept.values[kept.len++] = headers->values[i];
+		}
+	}
+	return kept;
+}
 
 /* An HTTP answer. */
 typedef struct RestAnswer
@@ -309,12 +383,19 @@ static RestAnswer
 dispatch(const char *method, const char *path, const char *query_text, const char *body,
 		 const LnMap *headers)
 {
-	LnMap query = parse_query(query_text ? query_text : "");
-	char *clean_path = pnstrdup(path, strcspn(path, "?"));
+	size_t path_len = strcspn(path, "?");
+	char *clean_path = pnstrdup(path, path_len);
 	size_t len = strlen(clean_path);
+	LnMap query;
 	const LnOperationDef *op;
 	char *id_segment;
 	RestAnswer answer;
+
+	/* a query left on the path (a gateway that passes the raw URI) counts like the given one */
+	if (path[path_len] == '?')
+		query_text =
+			query_text ? psprintf("%s&%s", path + path_len + 1, query_text) : path + path_len + 1;
+	query = parse_query(query_text ? query_text : "");
 
 	/* tolerate a trailing slash, as the reference server does */
 	if (len > 1 && clean_path[len - 1] == '/')
@@ -369,7 +450,11 @@ lance_rest(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		if (!PG_ARGISNULL(4))
-			headers = json_decode_headers(PG_GETARG_JSONB_P(4));
+		{
+			LnMap given = json_decode_headers(PG_GETARG_JSONB_P(4));
+
+			headers = kept_headers(&given);
+		}
 		answer = dispatch(method, path, query, body, &headers);
 	}
 	PG_CATCH();

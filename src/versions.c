@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
@@ -142,6 +144,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	{
 		const LnRequest *req = &entries[i];
 
+		CHECK_FOR_INTERRUPTS();
 		name_element(name_elements, i);
 		e[i].req = req;
 		e[i].index = i;
