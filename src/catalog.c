@@ -74,13 +74,13 @@ typedef struct StatementDef
  */
 #define OBJECT_COLUMNS                                                                             \
 	"id, kind = 'table', name, location, coalesce(declared, false), "                              \
-	"ARRAY(SELECT ARRAY[key, value] FROM jsonb_each_text(properties))"
+	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(properties))"
 
 #define TABLE_PATH                                                                                 \
 	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
 	"   SELECT p.parent_id, ARRAY[p.name]"                                                         \
 	"   UNION ALL"                                                                                 \
-	"   SELECT o.parent_id, o.name || up.names"                                                    \
+	"   SELECT o.parent_id, o.name OPERATOR(pg_catalog.||) up.names"                                                    \
 	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
 	"    WHERE up.parent_id <> 0)"                                                                 \
 	" SELECT names FROM up WHERE up.parent_id = 0)"
@@ -88,7 +88,7 @@ typedef struct StatementDef
 #define VERSION_COLUMNS                                                                            \
 	"version, manifest_path, manifest_size, e_tag, "                                               \
 	"(extract(epoch FROM created_at) * 1000)::bigint, "                                            \
-	"ARRAY(SELECT ARRAY[key, value] FROM jsonb_each_text(metadata))"
+	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(metadata))"
 
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOOKUP_CHILD] = {"SELECT " OBJECT_COLUMNS
@@ -111,18 +111,18 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 {INT8OID, TEXTOID}},
 	[STMT_INSERT_OBJECT] =
 		{"INSERT INTO lance_catalog.object (parent_id, kind, name, properties, location, declared)"
-		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, jsonb_object($4, $5),"
+		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, pg_catalog.jsonb_object($4, $5),"
 		 "         $6, $7)"
 		 " ON CONFLICT (parent_id, name) DO NOTHING RETURNING id",
 		 7,
 		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID}},
 	[STMT_SET_PROPERTIES] =
-		{"UPDATE lance_catalog.object SET properties = jsonb_object($2, $3) WHERE id = $1",
+		{"UPDATE lance_catalog.object SET properties = pg_catalog.jsonb_object($2, $3) WHERE id = $1",
 		 3,
 		 {INT8OID, TEXTARRAYOID, TEXTARRAYOID}},
 	[STMT_REREGISTER_TABLE] =
 		{"UPDATE lance_catalog.object"
-		 "   SET location = $2, properties = jsonb_object($3, $4), declared = false"
+		 "   SET location = $2, properties = pg_catalog.jsonb_object($3, $4), declared = false"
 		 " WHERE id = $1",
 		 4,
 		 {INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
@@ -170,7 +170,8 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 {INT8OID, INT4OID}},
 	[STMT_LOOKUP_TABLES] =
 		{"SELECT e.ord, o.id, o.location, o.declared"
-		 "  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS e(parent_id, name, ord)"
+		 "  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::text[]))"
+		 "       WITH ORDINALITY AS e(parent_id, name, ord)"
 		 "  JOIN lance_catalog.object o ON o.parent_id = e.parent_id AND o.name = e.name"
 		 " WHERE o.kind = 'table'",
 		 2,
@@ -238,24 +239,24 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		{"INSERT INTO lance_catalog.change"
 		 "       (operation, objects, versions, namespaces, context, status,"
 		 "        properties, drop_location)"
-		 " VALUES ($1, $2, $3, $4, jsonb_object($5, $6), $7, jsonb_object($8, $9), $10)"
+		 " VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, pg_catalog.jsonb_object($8, $9), $10)"
 		 " RETURNING seq, transaction_id::text",
 		 10,
 		 {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID,
 		  TEXTARRAYOID, TEXTARRAYOID, TEXTOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
-						 "                       FROM jsonb_each_text(properties))"
+						 "                       FROM pg_catalog.jsonb_each_text(properties))"
 						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
 						 1,
 						 {TEXTOID}},
 	[STMT_GET_CHANGE_FOR_UPDATE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
-									"                       FROM jsonb_each_text(properties))"
+									"                       FROM pg_catalog.jsonb_each_text(properties))"
 									"  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
 									" FOR UPDATE",
 									1,
 									{TEXTOID}},
 	[STMT_SET_CHANGE] = {"UPDATE lance_catalog.change"
-						 "   SET status = $2, properties = jsonb_object($3, $4)"
+						 "   SET status = $2, properties = pg_catalog.jsonb_object($3, $4)"
 						 " WHERE transaction_id = $1::uuid",
 						 4,
 						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
