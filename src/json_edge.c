@@ -1065,25 +1065,3 @@ json_encode_map(const LnMap *map)
 {
 	return tree_to_jsonb(new_map(map));
 }
-
-/*
- * The payload of the NOTIFY that announces a committed change: its
- * operation and the ids it touched (left out if they would make the payload
- * longer than NOTIFY allows).  Listeners read the details with
- * lance_changes().
- */
-char *
-json_change_notification(const char *operation, int nobjects, char **objects)
-{
-	json_object *obj = json_object_new_object();
-	char *text;
-
-	json_object_object_add(obj, "operation", json_object_new_string(operation));
-	json_object_object_add(obj, "objects", new_string_array(nobjects, objects));
-	text = tree_to_text(obj);
-	if (strlen(text) < 4000)
-		return text;
-	obj = json_object_new_object();
-	json_object_object_add(obj, "operation", json_object_new_string(operation));
-	return tree_to_text(obj);
-}

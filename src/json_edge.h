@@ -19,6 +19,5 @@ extern char *json_encode_response_text(const LnResponse *resp);
 extern Jsonb *json_encode_map(const LnMap *map);
 extern char *json_ref_file(const LnRefContents *contents, bool branch);
 extern bool json_parse_ref_file(const char *text, bool branch, LnRefContents *out);
-extern char *json_change_notification(const char *operation, int nobjects, char **objects);
 
 #endif /* LN_JSON_EDGE_H */
