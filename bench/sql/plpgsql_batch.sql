@@ -116,15 +116,13 @@ BEGIN
     END LOOP;
 
     -- the commit log entry, locked until the transaction ends, and its notification
-    PERFORM pg_advisory_lock_shared(1280197447, 0);           -- the extension's gate ("LNCG")
+    PERFORM pg_advisory_lock_shared(1280197447, 0);           -- like the extension's gate
     INSERT INTO lance_catalog.change (operation, objects, versions, namespaces)
     VALUES ('BatchCreateTableVersions', objects, versions, namespaces)
     RETURNING seq, transaction_id INTO change_seq, change_id;
-    PERFORM pg_advisory_xact_lock(1280197445, change_seq::integer);  -- its entry lock ("LNCE")
+    PERFORM pg_advisory_xact_lock(1280197445, change_seq::integer);  -- like its entry lock
     PERFORM pg_advisory_unlock_shared(1280197447, 0);
-    PERFORM pg_notify('lance_namespace_changes',
-                      json_build_object('operation', 'BatchCreateTableVersions',
-                                        'objects', objects)::text);
+    PERFORM pg_notify('lance_namespace_changes', '');  -- a signal, as the extension's
 
     RETURN jsonb_build_object('versions', to_jsonb(answers), 'transaction_id', change_id);
 END
