@@ -71,6 +71,50 @@ local function call(method, path, query, body, headers)
 	return nil, err
 end
 
+local function refuse(status, code, message)
+	return reply(status, { ["content-type"] = "application/json" },
+		cjson.encode({ code = code, error = message }))
+end
+
+-- A space-separated nginx variable as a set.
+local function word_set(text)
+	local set = {}
+	for word in (text or ""):gmatch("%S+") do
+		set[word:lower()] = true
+	end
+	return set
+end
+
+-- The content types a web page can send to any origin without asking first
+-- (CORS "simple" requests), and a body without one: such a request may come
+-- from a page the user merely visits, so it never reaches the catalog.
+local SIMPLE_TYPES = {
+	["text/plain"] = true,
+	["application/x-www-form-urlencoded"] = true,
+	["multipart/form-data"] = true,
+}
+
+-- Refuse what a browser may send on a web page's behalf: a foreign Host (DNS
+-- rebinding), a foreign Origin, a body of a type a page may post anywhere.
+local function refusal(body)
+	local host = (ngx.var.http_host or ""):lower()
+	local name = host:match("^%[[^%]]*%]") or host:match("^[^:]*")
+	if host ~= "" and not word_set(ngx.var.lance_allowed_hosts)[name] then
+		return 421, 13, "host \"" .. host .. "\" is not served here"
+	end
+	local origin = ngx.var.http_origin
+	if origin and not word_set(ngx.var.lance_allowed_origins)[origin:lower()] then
+		return 403, 15, "requests from web pages of " .. origin .. " are not allowed"
+	end
+	if body and body ~= "" then
+		local ctype = (ngx.var.content_type or ""):lower():match("^%s*([^;%s]*)")
+		if ctype == "" or SIMPLE_TYPES[ctype] then
+			return 415, 13, "a request body must be JSON (content-type application/json)"
+		end
+	end
+	return nil
+end
+
 function M.handle()
 	ngx.req.read_body()
 	local body = ngx.req.get_body_data()
@@ -84,6 +128,11 @@ function M.handle()
 			body = f:read("*a")
 			f:close()
 		end
+	end
+
+	local status, code, message = refusal(body)
+	if status then
+		return refuse(status, code, message)
 	end
 
 	local headers = {}

@@ -254,7 +254,8 @@ start_gateway() {
 	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
 		-e "s|@DB@|$db|g" -e "s|@USER@|postgres|g" -e "s|@PGHOST@|$pghost|g" \
-		-e "s|@PGPORT@|$pgport|g" "$ROOT/gateway/nginx.conf.in" |
+		-e "s|@PGPORT@|$pgport|g" -e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
+		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
 		as_postgres tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
 		say "reloading gateway on 127.0.0.1:$port"
