@@ -27,6 +27,8 @@ OBJS = \
 	src/request.o \
 	src/catalog.o \
 	src/storage.o \
+	src/storage_refs.o \
+	src/storage_fs.o \
 	src/location.o \
 	src/error.o
 

@@ -156,6 +156,7 @@ run_group_tests() {
 	run_group crash bash "$ROOT/test/crash/run.sh"
 	run_group worker bash "$ROOT/test/worker/run.sh"
 	run_group errors bash "$ROOT/test/errors/run.sh"
+	run_group linkrace bash "$ROOT/test/linkrace/run.sh"
 	run_group memory bash "$ROOT/test/memory/run.sh"
 	LOAD_SECONDS="${LOAD_SECONDS:-30}" run_group load bash "$ROOT/test/load/run.sh"
 }
