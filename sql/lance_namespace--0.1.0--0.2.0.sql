@@ -34,10 +34,11 @@ CREATE FUNCTION lance_create_materialized_view(request jsonb) RETURNS jsonb
 
 -- The operation registry: every operation of the spec, its SQL function,
 -- its REST route, whether it changes the catalog, the privilege it needs,
--- and for those not served, why.
+-- for those not served why, and the request members it reads.
 CREATE FUNCTION lance_operations(
     OUT operation_id text, OUT sql_function text, OUT http_method text, OUT http_path text,
-    OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text)
+    OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text,
+    OUT request_members text[])
 RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
 

@@ -7,6 +7,9 @@
 -- The registry: one row per operation of the spec.
 SELECT operation_id, sql_function, http_method, http_path, changes_catalog, privilege, served
   FROM lance_operations() ORDER BY http_path, operation_id;
+-- The request members each served operation reads (identity and context
+-- belong to every request).
+SELECT operation_id, request_members FROM lance_operations() WHERE served ORDER BY operation_id;
 
 -- Each row's SQL function exists, takes and answers jsonb, and runs the
 -- C symbol of the same name.

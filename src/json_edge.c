@@ -582,6 +582,22 @@ check_json_text(const char *text, const char *what)
 		ln_error(LN_INVALID_INPUT, "%s is not valid JSON: %s", what, json_errdetail(result, lex));
 }
 
+/*
+ * The names of the request members whose LN_REQ_* bits `members` has, in
+ * the order requests usually give them; answers how many.
+ */
+int
+json_request_member_names(uint64 members, const char ***names)
+{
+	int n = 0;
+
+	*names = palloc(sizeof(char *) * lengthof(request_fields));
+	for (size_t i = 0; i < lengthof(request_fields); i++)
+		if (members & request_fields[i].bit)
+			(*names)[n++] = request_fields[i].key;
+	return n;
+}
+
 void
 json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 {

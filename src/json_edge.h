@@ -14,6 +14,7 @@ extern void json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *
 extern void json_decode_http_request(const char *body, const LnId *path_id, const LnMap *query,
 									 const LnMap *headers, uint64 known_fields, LnRequest *req);
 extern LnMap json_decode_headers(Jsonb *headers);
+extern int json_request_member_names(uint64 members, const char ***names);
 extern Jsonb *json_encode_response(const LnResponse *resp);
 extern char *json_encode_response_text(const LnResponse *resp);
 extern Jsonb *json_encode_map(const LnMap *map);

@@ -7,10 +7,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "frame.h"
+#include "json_edge.h"
 #include "registry.h"
 
 #define LN_OPERATION(id, sql, ...)                                                                 \
@@ -25,7 +28,7 @@
 /*
  * lance_operations(): one row per operation of the spec, with its SQL
  * function, REST route, whether it changes the catalog, the privilege it
- * needs and, for those not served, why.
+ * needs, for those not served why, and the request members it reads.
  */
 PG_FUNCTION_INFO_V1(lance_operations);
 Datum
@@ -37,8 +40,11 @@ lance_operations(PG_FUNCTION_ARGS)
 	for (int i = 0; i < LN_NUM_OPERATIONS; i++)
 	{
 		const LnOperationDef *op = &ln_operations[i];
-		Datum values[8];
-		bool nulls[8] = {false};
+		Datum values[9];
+		bool nulls[9] = {false};
+		const char **members;
+		int nmembers = json_request_member_names(op->request_members, &members);
+		Datum *member_datums = palloc(sizeof(Datum) * (nmembers + 1));
 
 		values[0] = CStringGetTextDatum(op->operation_id);
 		values[1] = CStringGetTextDatum(op->sql_function);
@@ -51,6 +57,10 @@ lance_operations(PG_FUNCTION_ARGS)
 			values[7] = CStringGetTextDatum(op->not_served);
 		else
 			nulls[7] = true;
+		for (int m = 0; m < nmembers; m++)
+			member_datums[m] = CStringGetTextDatum(members[m]);
+		values[8] = PointerGetDatum(
+			construct_array(member_datums, nmembers, TEXTOID, -1, false, TYPALIGN_INT));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum)0;
