@@ -71,3 +71,17 @@ SELECT lance_batch_delete_table_versions(jsonb_build_object('id', ARRAY['ns', 't
     (SELECT jsonb_agg(jsonb_build_object('start_version', g, 'end_version', g + 1))
        FROM generate_series(1, 20000) g)));
 SELECT lance_describe_namespace(jsonb_build_object('id', (SELECT jsonb_agg('n'::text) FROM generate_series(1, 65))));
+
+-- "/" as the local root: every folder is below it, and files are reached
+-- from it like from any other root.
+SET lance_namespace.local_roots = '/';
+\! rm -rf /tmp/lance_namespace_slash && mkdir -p /tmp/lance_namespace_slash/t.lance/_versions && cp test/fixtures/lance.manifest /tmp/lance_namespace_slash/t.lance/_versions/18446744073709551614.manifest-s && chmod -R 777 /tmp/lance_namespace_slash
+SELECT lance_create_namespace('{"id": ["slash"]}') - 'transaction_id' AS created;
+SELECT lance_register_table('{"id": ["slash", "t"], "location": "/tmp/lance_namespace_slash/t.lance"}') - 'transaction_id' AS registered;
+SELECT lance_describe_table('{"id": ["slash", "t"]}') -> 'managed_versioning' AS managed;
+SELECT lance_create_table_version('{"id": ["slash", "t"], "version": 1, "manifest_path": "tmp/lance_namespace_slash/t.lance/_versions/18446744073709551614.manifest-s"}') #>> '{version,manifest_path}' AS manifest_path;
+SELECT (pg_stat_file('/tmp/lance_namespace_slash/t.lance/_versions/18446744073709551614.manifest')).size AS final_size;
+SELECT lance_deregister_table('{"id": ["slash", "t"]}') - 'transaction_id' AS deregistered;
+SELECT lance_drop_namespace('{"id": ["slash"]}') - 'transaction_id' AS dropped;
+\! rm -rf /tmp/lance_namespace_slash
+SET lance_namespace.local_roots = '';

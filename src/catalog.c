@@ -80,7 +80,7 @@ typedef struct StatementDef
 	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
 	"   SELECT p.parent_id, ARRAY[p.name]"                                                         \
 	"   UNION ALL"                                                                                 \
-	"   SELECT o.parent_id, o.name OPERATOR(pg_catalog.||) up.names"                                                    \
+	"   SELECT o.parent_id, o.name OPERATOR(pg_catalog.||) up.names"                               \
 	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
 	"    WHERE up.parent_id <> 0)"                                                                 \
 	" SELECT names FROM up WHERE up.parent_id = 0)"
@@ -111,15 +111,16 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 {INT8OID, TEXTOID}},
 	[STMT_INSERT_OBJECT] =
 		{"INSERT INTO lance_catalog.object (parent_id, kind, name, properties, location, declared)"
-		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, pg_catalog.jsonb_object($4, $5),"
+		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, "
+		 "pg_catalog.jsonb_object($4, $5),"
 		 "         $6, $7)"
 		 " ON CONFLICT (parent_id, name) DO NOTHING RETURNING id",
 		 7,
 		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID}},
-	[STMT_SET_PROPERTIES] =
-		{"UPDATE lance_catalog.object SET properties = pg_catalog.jsonb_object($2, $3) WHERE id = $1",
-		 3,
-		 {INT8OID, TEXTARRAYOID, TEXTARRAYOID}},
+	[STMT_SET_PROPERTIES] = {"UPDATE lance_catalog.object SET properties = "
+							 "pg_catalog.jsonb_object($2, $3) WHERE id = $1",
+							 3,
+							 {INT8OID, TEXTARRAYOID, TEXTARRAYOID}},
 	[STMT_REREGISTER_TABLE] =
 		{"UPDATE lance_catalog.object"
 		 "   SET location = $2, properties = pg_catalog.jsonb_object($3, $4), declared = false"
@@ -235,26 +236,27 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
 		 4,
 		 {INT8OID, TEXTOID, INT8OID, INT8OID}},
-	[STMT_INSERT_CHANGE] =
-		{"INSERT INTO lance_catalog.change"
-		 "       (operation, objects, versions, namespaces, context, status,"
-		 "        properties, drop_location)"
-		 " VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, pg_catalog.jsonb_object($8, $9), $10)"
-		 " RETURNING seq, transaction_id::text",
-		 10,
-		 {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID,
-		  TEXTARRAYOID, TEXTARRAYOID, TEXTOID}},
+	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
+							"       (operation, objects, versions, namespaces, context, status,"
+							"        properties, drop_location)"
+							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
+							"pg_catalog.jsonb_object($8, $9), $10)"
+							" RETURNING seq, transaction_id::text",
+							10,
+							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM pg_catalog.jsonb_each_text(properties))"
 						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
 						 1,
 						 {TEXTOID}},
-	[STMT_GET_CHANGE_FOR_UPDATE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
-									"                       FROM pg_catalog.jsonb_each_text(properties))"
-									"  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
-									" FOR UPDATE",
-									1,
-									{TEXTOID}},
+	[STMT_GET_CHANGE_FOR_UPDATE] =
+		{"SELECT status, ARRAY(SELECT ARRAY[key, value]"
+		 "                       FROM pg_catalog.jsonb_each_text(properties))"
+		 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
+		 " FOR UPDATE",
+		 1,
+		 {TEXTOID}},
 	[STMT_SET_CHANGE] = {"UPDATE lance_catalog.change"
 						 "   SET status = $2, properties = pg_catalog.jsonb_object($3, $4)"
 						 " WHERE transaction_id = $1::uuid",

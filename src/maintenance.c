@@ -18,6 +18,7 @@
 #include "access/xlog.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
 #include "catalog.h"
 #include "error.h"
@@ -92,6 +93,8 @@ maintenance_sweep(void)
 	int removed = 0;
 	int restored = 0;
 	int n;
+	MemoryContext table_cxt = AllocSetContextCreate(CurrentMemoryContext, "lance_namespace sweep",
+													ALLOCSET_DEFAULT_SIZES);
 
 	catalog_begin();
 	do
@@ -102,8 +105,13 @@ maintenance_sweep(void)
 		n = catalog_list_table_locations(after, SWEEP_PAGE, &ids, &locations);
 		for (int i = 0; i < n; i++)
 		{
+			MemoryContext old = MemoryContextSwitchTo(table_cxt);
+
 			CHECK_FOR_INTERRUPTS();
 			storage_sweep_table(locations[i], &removed, &restored);
+			MemoryContextSwitchTo(old);
+			/* one table's walk at a time: the sweep visits every table */
+			MemoryContextReset(table_cxt);
 		}
 		if (n > 0)
 			after = ids[n - 1];

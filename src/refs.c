@@ -31,6 +31,8 @@ refs_check_name(const char *name, const char *field, bool branch)
 	for (const char *c = name; *c && ok; c++)
 		ok = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ||
 			 (branch && *c == '/');
+	/* names the crash sweep would take for its own leftovers */
+	ok = ok && strstr(name, ".deleted-x") == NULL && strstr(name, ".tmp-x") == NULL;
 	if (!ok)
 		ln_error(LN_INVALID_INPUT,
 				 "field \"%s\" is not a valid %s name: use letters, digits, '.', '-' and '_'%s",

@@ -333,7 +333,7 @@ managing_root(const char *path, bool resolved)
 			len--;
 		/* strictly below the root ("/" itself is the root of everything) */
 		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
-			return pnstrdup(root, len);
+			return len == 0 ? pstrdup("/") : pnstrdup(root, len);
 	}
 	return NULL;
 }
@@ -379,7 +379,10 @@ storage_check_location(const char *location)
 	real = real_path_of(path);
 	root = managing_root(path, false);
 	/* below a root, only the root itself may be reached through a link */
-	expected = root ? psprintf("%s%s", real_path_of(root), path + strlen(root)) : path;
+	/* (real_path_of("/") is "", so that "/" + the rest stays one slash) */
+	expected = root ? psprintf("%s%s", real_path_of(root),
+							   path + (strcmp(root, "/") == 0 ? 0 : strlen(root)))
+					: path;
 	if (strcmp(real, expected) != 0 && (root != NULL || managing_root(real, true) != NULL))
 		ln_error_detail(LN_INVALID_INPUT, "Register the folder by its own path, without links.",
 						"location \"%s\" passes through a symbolic link (it is \"%s\")", location,
@@ -597,6 +600,35 @@ undo_on_abort(const FileUndo *undo)
 	}
 }
 
+/*
+ * Run one undo or finish step in a commit or abort callback, where an error
+ * may not escape (after the commit record it would be a PANIC): a failure,
+ * such as running out of memory walking a huge folder, is logged, and what
+ * is left is the sweep's to finish.
+ */
+static void
+run_quietly(void (*step)(const FileUndo *), const FileUndo *undo)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		step(undo);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING, (errmsg("lance_namespace: %s; lance_sweep_leftovers() finishes it",
+								 edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
 static void
 finish_on_commit(const FileUndo *undo)
 {
@@ -646,7 +678,8 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		case XACT_EVENT_PARALLEL_COMMIT:
 			fs_release(true, InvalidSubTransactionId);
 			for (FileUndo *u = undo_list; u != NULL; u = u->next)
-				finish_on_commit(u);
+				run_quietly(finish_on_commit, u);
+			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			undo_list = NULL;
 			break;
 		case XACT_EVENT_ABORT:
@@ -654,7 +687,8 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			fs_release(true, InvalidSubTransactionId);
 			storage_refs_discard(true, InvalidSubTransactionId);
 			for (FileUndo *u = undo_list; u != NULL; u = u->next)
-				undo_on_abort(u);
+				run_quietly(undo_on_abort, u);
+			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			undo_list = NULL;
 			break;
 		default:
@@ -693,7 +727,7 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
 		}
 		else
 		{
-			undo_on_abort(u);
+			run_quietly(undo_on_abort, u);
 			*link = u->next;
 		}
 	}
@@ -796,16 +830,21 @@ outcome_of(uint64 full_xid)
 	FullTransactionId next = ReadNextFullTransactionId();
 	TransactionId xid = XidFromFullTransactionId(fxid);
 	bool known;
+	bool committed;
 
 	if (!TransactionIdIsNormal(xid) || !FullTransactionIdPrecedes(fxid, next) ||
 		U64FromFullTransactionId(next) - full_xid >= (uint64)1 << 31)
 		return LEFTOVER_IN_FLIGHT; /* not one of ours, or too old to look up */
+	if (TransactionIdIsInProgress(xid))
+		return LEFTOVER_IN_FLIGHT;
+	/* held across the look-up, as pg_xact_status does: the status must not be truncated away */
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
 	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
+	committed = known && TransactionIdDidCommit(xid);
 	LWLockRelease(XactTruncationLock);
-	if (!known || TransactionIdIsInProgress(xid))
+	if (!known)
 		return LEFTOVER_IN_FLIGHT;
-	return TransactionIdDidCommit(xid) ? LEFTOVER_COMMITTED : LEFTOVER_NOT_COMMITTED;
+	return committed ? LEFTOVER_COMMITTED : LEFTOVER_NOT_COMMITTED;
 }
 
 /* The transaction id in a leftover's name after `mark`, or false if it is not one. */
@@ -855,6 +894,16 @@ sweep_entry(int dirfd, const char *name, void *arg pg_attribute_unused())
 			sweep_restored++;
 			return;
 		}
+		/*
+		 * Something holds the original's name: perhaps the replacement of a
+		 * transaction that crashed after moving it into place.  The set-aside
+		 * may be the one true content, so it stays, for a person to decide.
+		 */
+		ereport(WARNING,
+				(errmsg("lance_namespace: \"%s\" of a transaction that did not commit is kept: "
+						"\"%s\" exists again",
+						name, original)));
+		return;
 	}
 	if (outcome != LEFTOVER_IN_FLIGHT && fs_remove_tree_at(dirfd, name) == 0)
 		sweep_removed++;

@@ -370,6 +370,8 @@ fs_list(int dirfd, char ***names)
 	*names = palloc(sizeof(char *) * capacity);
 	for (;;)
 	{
+		/* held off in commit and abort callbacks, where this must run to its end */
+		CHECK_FOR_INTERRUPTS();
 		errno = 0;
 		de = readdir(dir);
 		if (de == NULL)
@@ -437,7 +439,10 @@ remove_tree(int dirfd, const char *name, dev_t dev, int depth)
 			err = errno;
 		for (int i = 0; i < n; i++)
 		{
-			int e = remove_tree(fd, names[i], dev, depth + 1);
+			int e;
+
+			CHECK_FOR_INTERRUPTS();
+			e = remove_tree(fd, names[i], dev, depth + 1);
 
 			if (e != 0 && err == 0)
 				err = e;
