@@ -24,3 +24,11 @@ RESET lance_namespace.allow_drop_extension;
 CREATE EXTENSION lance_namespace;
 DROP EXTENSION lance_namespace;
 CREATE EXTENSION lance_namespace;
+-- Nor through the statements that drop it with something else.
+SELECT lance_create_namespace('{"id": ["kept"]}') - 'transaction_id' AS created;
+DROP SCHEMA public CASCADE;
+DROP OWNED BY CURRENT_USER CASCADE;
+SELECT extname FROM pg_catalog.pg_extension WHERE extname = 'lance_namespace';
+-- Without CASCADE, DROP SCHEMA fails on its own, as it would anyway.
+DROP SCHEMA public;
+SELECT lance_drop_namespace('{"id": ["kept"]}') - 'transaction_id' AS dropped;

@@ -85,3 +85,8 @@ SELECT lance_deregister_table('{"id": ["slash", "t"]}') - 'transaction_id' AS de
 SELECT lance_drop_namespace('{"id": ["slash"]}') - 'transaction_id' AS dropped;
 \! rm -rf /tmp/lance_namespace_slash
 SET lance_namespace.local_roots = '';
+
+-- A file:// location whose escapes spell bytes that are not UTF-8 names no
+-- folder the catalog keeps (it went into the index and drop reasons).
+SELECT lance_catalog.local_path('file:///tmp/%FF') IS NULL AS no_folder,
+       lance_catalog.local_path('file:///tmp/%C3%A9') AS folder;

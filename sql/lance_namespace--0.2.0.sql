@@ -332,7 +332,7 @@ CREATE FUNCTION lance_process_drops() RETURNS integer
 CREATE FUNCTION lance_catalog.refuse_drop_extension() RETURNS event_trigger
     AS 'MODULE_PATHNAME', 'lance_refuse_drop_extension' LANGUAGE C;
 CREATE EVENT TRIGGER lance_namespace_refuse_drop ON ddl_command_start
-    WHEN TAG IN ('DROP EXTENSION')
+    WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION lance_catalog.refuse_drop_extension();
 
 -- Sweep what transactions that ended in a crash left in the tables' folders

@@ -12,7 +12,12 @@
 static void ln_raise(LnErrorCode code, const char *detail, const char *message)
 	pg_attribute_noreturn();
 
-/* The batch element being worked on, named at the start of every message. */
+/*
+ * The batch element being worked on, named at the start of every message:
+ * a copy, since an error that is not raised here (a cancel, a deadlock)
+ * leaves it set past the call whose memory named it.
+ */
+static char error_element_name[128];
 static const char *error_element = NULL;
 
 /*
@@ -22,7 +27,13 @@ static const char *error_element = NULL;
 void
 ln_error_set_element(const char *element)
 {
-	error_element = element;
+	if (element == NULL)
+		error_element = NULL;
+	else
+	{
+		strlcpy(error_element_name, element, sizeof(error_element_name));
+		error_element = error_element_name;
+	}
 }
 
 /*

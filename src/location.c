@@ -9,6 +9,7 @@
 
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -231,7 +232,8 @@ location_local_path(const char *location)
 	if (strncmp(location, "file://", 7) == 0)
 	{
 		location = location_percent_decode(location + 7, strlen(location + 7), false);
-		if (location == NULL)
+		/* escapes can spell any byte: a path that is not text names no folder we keep */
+		if (location == NULL || !pg_verify_mbstr(PG_UTF8, location, strlen(location), true))
 			return NULL;
 	}
 	if (location[0] != '/')

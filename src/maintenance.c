@@ -38,7 +38,7 @@
  * are gone whatever it does.
  */
 int
-maintenance_process_drops(void)
+maintenance_process_drops(bool wait)
 {
 	char **transaction_ids;
 	char **locations;
@@ -60,10 +60,15 @@ maintenance_process_drops(void)
 			properties.values[properties.len++] = locations[i];
 		}
 
-		/* a table at, in or around the folder since the drop owns that data now */
-		/* wait for (and then see) a registration of the folder in flight */
-		if (path != NULL)
-			storage_lock_folder(path, true);
+		/*
+		 * A table at, in or around the folder since the drop owns that data
+		 * now: wait for (and then see) a registration of the folder in
+		 * flight.  The background worker does not wait, so that one idle
+		 * transaction cannot hold up every database: the drop stays queued
+		 * for its next round.
+		 */
+		if (path != NULL && !storage_try_lock_folder(path, true, wait))
+			continue;
 		if (path == NULL)
 			reason = pstrdup("the drop names no local folder");
 		else if (catalog_location_in_use(path))
@@ -149,7 +154,7 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	if (!storage_has_local_roots())
 		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
 								   "as where the tables were dropped");
-	PG_RETURN_INT32(maintenance_process_drops());
+	PG_RETURN_INT32(maintenance_process_drops(true));
 }
 
 PG_FUNCTION_INFO_V1(lance_sweep_leftovers);

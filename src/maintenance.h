@@ -5,7 +5,7 @@
 #ifndef LN_MAINTENANCE_H
 #define LN_MAINTENANCE_H
 
-extern int maintenance_process_drops(void);
+extern int maintenance_process_drops(bool wait);
 extern int maintenance_sweep(void);
 
 #endif /* LN_MAINTENANCE_H */

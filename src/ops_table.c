@@ -6,9 +6,9 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
-
+#include "access/xact.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 #include "catalog.h"
@@ -397,7 +397,7 @@ op_rename_table(const LnRequest *req, LnResponse *resp)
 	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
 	objects_get_namespace(target_id, target_len, CATALOG_KEY_SHARE, &target, NULL);
 	objects_get_table(&req->id, CATALOG_FOR_UPDATE, &table);
-	for (;;)
+	for (int attempt = 0;; attempt++)
 	{
 		if (catalog_lookup_child(target.id, req->new_table_name, CATALOG_NO_LOCK, &existing))
 		{
@@ -410,7 +410,16 @@ op_rename_table(const LnRequest *req, LnResponse *resp)
 		}
 		if (catalog_move_object(table.id, target.id, req->new_table_name))
 			break;
-		/* taken by a transaction that committed meanwhile: the look-up now sees what took it */
+		/*
+		 * Taken by a transaction that committed meanwhile: the look-up now
+		 * sees what took it, unless this transaction's snapshot predates it
+		 * (REPEATABLE READ, SERIALIZABLE), where it never will.
+		 */
+		if (IsolationUsesXactSnapshot() || attempt >= 2)
+			ln_error(LN_TABLE_ALREADY_EXISTS,
+					 "cannot rename table \"%s\": the name \"%s\" was taken by a concurrent "
+					 "transaction",
+					 ln_id_string(&req->id, req->id.len), req->new_table_name);
 		CHECK_FOR_INTERRUPTS();
 	}
 	changes_touch(&req->id, req->id.len, false, -1);

@@ -798,12 +798,20 @@ storage_remove_table_data(const char *location)
 void
 storage_lock_folder(const char *path, bool exclusive)
 {
+	(void)storage_try_lock_folder(path, exclusive, true);
+}
+
+/* As storage_lock_folder; without `wait`, false at once if another holds it. */
+bool
+storage_try_lock_folder(const char *path, bool exclusive, bool wait)
+{
 	LOCKTAG tag;
 
 	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
 						 hash_bytes((const unsigned char *)path, strlen(path)), 0x4446 /* "DF" */);
-	(void)LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+	return LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, !wait) !=
+		   LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*

@@ -25,6 +25,7 @@ extern void storage_check_location(const char *location);
 extern bool storage_has_local_roots(void);
 extern void storage_sweep_table(const char *location, int *removed, int *restored);
 extern void storage_lock_folder(const char *path, bool exclusive);
+extern bool storage_try_lock_folder(const char *path, bool exclusive, bool wait);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
 								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);

@@ -78,6 +78,11 @@ compare_entries(const void *a, const void *b)
 
 	if (c != 0)
 		return c;
+	/* the branch too, so that two batches over one table's branches take keys alike */
+	c = strcmp(ln_is_main_branch(x->req->branch) ? "" : x->req->branch,
+			   ln_is_main_branch(y->req->branch) ? "" : y->req->branch);
+	if (c != 0)
+		return c;
 	if (x->req->version != y->req->version)
 		return x->req->version < y->req->version ? -1 : 1;
 	return x->index - y->index;

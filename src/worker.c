@@ -169,6 +169,12 @@ lance_maintenance_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	/* as the bootstrap superuser, with the database's own settings (local_roots) */
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	/*
+	 * As autovacuum does: a superuser must not resolve names through a
+	 * search_path the database's owner set, nor wait on a lock for ever.
+	 */
+	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", "10s", PGC_SUSET, PGC_S_OVERRIDE);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -177,7 +183,7 @@ lance_maintenance_main(Datum arg)
 	if (OidIsValid(get_extension_oid("lance_namespace", true)))
 	{
 		if (storage_has_local_roots())
-			(void)maintenance_process_drops();
+			(void)maintenance_process_drops(false);
 		if (sweep)
 			(void)maintenance_sweep();
 	}
