@@ -78,7 +78,8 @@ frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp)
 {
 	char *transaction_id;
 
-	frame_check_served(op);
+	/* both callers check before they decode, so that the answer does not depend on the body */
+	Assert(op->handler != NULL);
 	for (int i = 0; i < req->noperations; i++)
 		req->operations[i].handler = registry_commit_operation(req->operations[i].kind)->handler;
 

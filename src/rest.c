@@ -63,16 +63,15 @@ is_credential(const char *name)
 	return false;
 }
 
+/* Whether the commit log may keep header `name`, given the setting's names. */
 static bool
-is_logged(const char *name)
+is_logged(const char *name, List *logged)
 {
-	char *list = pstrdup(logged_headers ? logged_headers : "");
-	List *names;
 	ListCell *lc;
 
-	if (is_credential(name) || !SplitIdentifierString(list, ',', &names))
+	if (is_credential(name))
 		return false;
-	foreach (lc, names)
+	foreach (lc, logged)
 		if (pg_strcasecmp((char *)lfirst(lc), name) == 0)
 			return true;
 	return false;
@@ -88,12 +87,17 @@ kept_headers(const LnMap *headers)
 {
 	LnMap kept = {0, palloc(sizeof(char *) * (headers->len + 1)),
 				  palloc(sizeof(char *) * (headers->len + 1))};
+	List *logged = NIL;
 
+	/* the setting's names, read once per request rather than once per header */
+	if (!SplitIdentifierString(pstrdup(logged_headers ? logged_headers : ""), ',', &logged))
+		logged = NIL;
 	for (int i = 0; i < headers->len; i++)
 	{
 		const char *name = headers->keys[i];
 
-		if (strcmp(name, "x-api-key") == 0 || strcmp(name, "authorization") == 0 || is_logged(name))
+		if (strcmp(name, "x-api-key") == 0 || strcmp(name, "authorization") == 0 ||
+			is_logged(name, logged))
 		{
 			kept.keys[kept.len] = headers->keys[i];
 			kept.values[kept.len++] = headers->values[i];
