@@ -14,6 +14,8 @@ set -euo pipefail
 
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 WORK="$(mktemp -d)"
@@ -23,8 +25,6 @@ PGDATA_DIR="$WORK/pgdata"
 SOCK="$WORK/run"
 TABLES="$WORK/tables"
 PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
-CHECKS=0
-FAILS=0
 
 cleanup() {
 	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
@@ -32,15 +32,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() {
-	CHECKS=$((CHECKS + 1))
-	printf '  ok    %s\n' "$1"
-}
-fail() {
-	CHECKS=$((CHECKS + 1))
-	FAILS=$((FAILS + 1))
-	printf '  FAIL  %s\n' "$1"
-}
 sql() { "$PG_BIN/psql" -X -q -At -h "$SOCK" -p "$PORT" -U postgres -d errors "$@"; }
 
 init_cluster "$PGDATA_DIR" test >/dev/null

@@ -27,6 +27,8 @@ set -euo pipefail
 
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -41,8 +43,6 @@ LINKS="$WORK/links"
 OUT="$WORK/out"
 PORT="$(find_free_port "${LN_TEST_PORT:-54511}")"
 RUN_SECONDS="${LINKRACE_SECONDS:-20}"
-CHECKS=0
-FAILS=0
 START=$SECONDS
 PIDS=()
 
@@ -57,15 +57,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() {
-	CHECKS=$((CHECKS + 1))
-	printf '  ok    %s\n' "$1"
-}
-fail() {
-	CHECKS=$((CHECKS + 1))
-	FAILS=$((FAILS + 1))
-	printf '  FAIL  %s\n' "$1"
-}
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d linkrace "$@"; }
 # A batch of statements whose errors are expected: answers on stdout, errors on stderr.
 batch() { "$PG_BIN/psql" -X -q -At -h "$SOCK" -p "$PORT" -U postgres -d linkrace "$@"; }

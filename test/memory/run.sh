@@ -41,6 +41,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
 
 FUZZ_COUNT_VG="${MEMORY_FUZZ_COUNT:-300}"
@@ -66,8 +68,6 @@ VG_LOGS="$WORK/vglogs"
 VG_SERVER_LOG="$WORK/vg-server.log"
 SOCK="$WORK/run"
 VG_JOB=""
-CHECKS=0
-FAILS=0
 START=$SECONDS
 
 # Stop the valgrind server we started: pg_ctl reads the postmaster's pid from
@@ -106,15 +106,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-pass() {
-	CHECKS=$((CHECKS + 1))
-	printf '  ok    %s\n' "$1"
-}
-fail() {
-	CHECKS=$((CHECKS + 1))
-	FAILS=$((FAILS + 1))
-	printf '  FAIL  %s\n' "$1"
-}
 note() { printf 'lance_namespace: memory test: %s\n' "$*"; }
 
 install_missing() { # install_missing <command> <package...>

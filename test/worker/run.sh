@@ -14,6 +14,8 @@ set -euo pipefail
 
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 WORK="$(mktemp -d)"
@@ -23,8 +25,6 @@ PGDATA_DIR="$WORK/pgdata"
 SOCK="$WORK/run"
 TABLES="$WORK/tables"
 PORT="$(find_free_port "${LN_TEST_PORT:-54481}")"
-CHECKS=0
-FAILS=0
 START=$SECONDS
 
 cleanup() {
@@ -33,18 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() {
-	CHECKS=$((CHECKS + 1))
-	printf '  ok    %s\n' "$1"
-}
-fail() {
-	CHECKS=$((CHECKS + 1))
-	FAILS=$((FAILS + 1))
-	printf '  FAIL  %s\n' "$1"
-}
-check() { # check <label> <expected> <actual>
-	if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
-}
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d worker "$@"; }
 # wait_for <seconds> <sql that answers t when done>
 wait_for() {
