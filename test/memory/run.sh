@@ -55,13 +55,16 @@ FUZZ_TIMEOUT_MS=60000
 REGRESS_LIMIT=480
 FUZZ_LIMIT=$((240 + FUZZ_COUNT_VG / 5))
 
-SUPP="$HERE/valgrind.supp"
 LIB="$("$PG_CONFIG" --pkglibdir)/lance_namespace.so"
 [[ -r "$LIB" ]] || die "$LIB is not installed (make install first)"
 
 WORK="$(mktemp -d)"
 chown postgres:postgres "$WORK"
 chmod 755 "$WORK"
+# valgrind runs as postgres, which may not be able to read the clone (a
+# root-owned mktemp -d or /root is mode 700): it reads a copy.
+SUPP="$WORK/valgrind.supp"
+install -m 644 "$HERE/valgrind.supp" "$SUPP"
 PLAIN_DATA="$WORK/plain"
 VG_DATA="$WORK/vg"
 VG_LOGS="$WORK/vglogs"
