@@ -1,6 +1,6 @@
 # lance_namespace: a Lance Namespace catalog inside PostgreSQL.
 EXTENSION = lance_namespace
-EXTVERSION = 0.2.0
+EXTVERSION = 0.3.0
 
 MODULE_big = lance_namespace
 OBJS = \
@@ -11,6 +11,9 @@ OBJS = \
 	src/worker.o \
 	src/extension_guard.o \
 	src/frame.o \
+	src/access.o \
+	src/grants.o \
+	src/api_keys.o \
 	src/registry.o \
 	src/ops_namespace.o \
 	src/ops_table.o \

@@ -4,6 +4,8 @@
 -- and restored is ever stored.
 --
 SET lance_namespace.local_roots = '';
+-- REST requests act as this session's role without a key.
+SELECT set_config('lance_namespace.anonymous_role', current_user, false) AS anonymous \gset
 
 -- A request that is not an object, including a top-level null.
 SELECT lance_create_namespace('null');

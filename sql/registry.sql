@@ -34,7 +34,9 @@ SELECT p.proname AS not_in_registry
   JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'lance_namespace'
  WHERE p.proargtypes = '3802'::pg_catalog.oidvector
    AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype
-   AND p.proname NOT IN (SELECT sql_function FROM lance_operations());
+   AND p.proname NOT IN (SELECT sql_function FROM lance_operations())
+   -- privileges, not operations of the spec
+   AND p.proname NOT IN ('lance_grant', 'lance_revoke', 'lance_list_grants');
 
 -- Operation ids and SQL names are unique, and so are the routes.
 SELECT count(*) AS operations, count(DISTINCT operation_id) AS ids,
@@ -56,6 +58,8 @@ EXCEPTION WHEN OTHERS THEN
     RETURN state || ' ' || detail;
 END
 $$;
+-- (REST requests act as this session's role without a key)
+SELECT set_config('lance_namespace.anonymous_role', current_user, false) AS anonymous \gset
 SELECT o.operation_id, s.answer = 'LN000 ' || r.response_body AS same_answer, r.status,
        r.response_body::jsonb ->> 'error' = o.operation_id || ' is not supported by this catalog: '
                                              || o.not_served AS gives_reason

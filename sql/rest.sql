@@ -2,10 +2,14 @@
 -- lance_rest(): the REST binding as one function, what a gateway calls.
 --
 SET lance_namespace.local_roots = '';
+-- Requests carry this session's own key where it matters, and act as its
+-- role without one (access.sql tests the keys themselves).
+SELECT lance_create_api_key(current_user) AS key \gset
+SELECT set_config('lance_namespace.anonymous_role', current_user, false) AS anonymous \gset
 
 -- A namespace through the path's id; the answer is the operation's response.
 SELECT status, response_headers, response_body::jsonb - 'transaction_id' AS body
-  FROM lance_rest('POST', '/v1/namespace/rs/create', 'delimiter=%24', '{"id": ["rs"]}', '{"x-api-key": "k1"}');
+  FROM lance_rest('POST', '/v1/namespace/rs/create', 'delimiter=%24', '{"id": ["rs"]}', format('{"x-api-key": "%s"}', :'key')::jsonb);
 -- The bare delimiter is the root; listings are GETs with the query merged in.
 SELECT status, response_body::jsonb -> 'namespaces' ? 'rs' AS lists_rs
   FROM lance_rest('GET', '/v1/namespace/%24/list', 'delimiter=%24&limit=1000', NULL, NULL);
@@ -45,15 +49,15 @@ SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24new/exists'
 -- Headers: x-api-key and Authorization fill identity; the headers of
 -- lance_namespace.logged_headers become context "header.<name>", and no
 -- other header reaches the commit log.
-SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, '{"X-Trace-Id": "t-1", "Authorization": "Bearer tok"}');
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, format('{"X-Trace-Id": "t-1", "Authorization": "Bearer %s"}', :'key')::jsonb);
 SELECT operation, context FROM lance_catalog.change WHERE objects = '{rs$h}';
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h2/create', NULL, NULL,
-    '{"X-Request-Id": "r-2", "Cookie": "session=s", "X-Api-Key": "k", "X-Custom": "c", "Proxy-Authorization": "Basic x"}');
+    format('{"X-Request-Id": "r-2", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Proxy-Authorization": "Basic x"}', :'key')::jsonb);
 SELECT context FROM lance_catalog.change WHERE objects = '{rs$h2}';
 -- An administrator may log other headers, never credentials.
 SET lance_namespace.logged_headers = 'x-custom, cookie, authorization, x-api-key';
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h3/create', NULL, NULL,
-    '{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "k", "X-Custom": "c", "Authorization": "Bearer t"}');
+    format('{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Authorization": "Bearer %s"}', :'key', :'key')::jsonb);
 SELECT context FROM lance_catalog.change WHERE objects = '{rs$h3}';
 RESET lance_namespace.logged_headers;
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);

@@ -8,13 +8,20 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 
 #include "catalog.h"
 #include "error.h"
@@ -57,6 +64,13 @@ typedef enum CatalogStatement
 	STMT_DELETE_VERSIONS,
 	STMT_TABLES_EXIST,
 	STMT_LIST_TABLE_LOCATIONS,
+	STMT_HAS_PRIVILEGE,
+	STMT_GRANT_AT_OR_BELOW,
+	STMT_INSERT_GRANT,
+	STMT_DELETE_GRANT,
+	STMT_LIST_GRANTS,
+	STMT_INSERT_API_KEY,
+	STMT_AUTHENTICATE,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -74,7 +88,22 @@ typedef struct StatementDef
  */
 #define OBJECT_COLUMNS                                                                             \
 	"id, kind = 'table', name, location, coalesce(declared, false), "                              \
-	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(properties))"
+	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(properties)), "                \
+	"coalesce(location_derived, false)"
+
+/*
+ * The objects role $N may read: those it (or a role whose privileges it
+ * has) holds a grant on, and everything below them.  Appended to the
+ * listings as "AND ($N = 0 OR id IN " READABLE_BY("$N") ")"; 0 lists all.
+ */
+#define READABLE_BY(role)                                                                          \
+	"(WITH RECURSIVE down(id) AS ("                                                                \
+	"   SELECT g.object_id FROM lance_catalog.grant g"                                             \
+	"    WHERE g.role IN (SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles r"             \
+	"                      WHERE pg_catalog.pg_has_role(" role ", r.oid, 'USAGE'))"                \
+	"   UNION"                                                                                     \
+	"   SELECT c.id FROM lance_catalog.object c JOIN down ON c.parent_id = down.id)"               \
+	" SELECT down.id FROM down)"
 
 #define TABLE_PATH                                                                                 \
 	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
@@ -104,26 +133,35 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOOKUP_CHILD_FOR_KEY_SHARE] =
 		{"SELECT o.id, o.kind = 'table', o.name, o.location, coalesce(o.declared, false),"
 		 "       ARRAY(SELECT ARRAY[e.key, e.value]"
-		 "               FROM pg_catalog.jsonb_each_text(o.properties) AS e)"
+		 "               FROM pg_catalog.jsonb_each_text(o.properties) AS e),"
+		 "       coalesce(o.location_derived, false)"
 		 "  FROM lance_catalog.object o WHERE o.parent_id = $1 AND o.name = $2"
 		 " FOR KEY SHARE",
 		 2,
 		 {INT8OID, TEXTOID}},
+	/* the creator gets manage on what it made, in the same statement */
 	[STMT_INSERT_OBJECT] =
-		{"INSERT INTO lance_catalog.object (parent_id, kind, name, properties, location, declared)"
-		 " VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, "
-		 "pg_catalog.jsonb_object($4, $5),"
-		 "         $6, $7)"
-		 " ON CONFLICT (parent_id, name) DO NOTHING RETURNING id",
-		 7,
-		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID}},
+		{"WITH made AS ("
+		 "  INSERT INTO lance_catalog.object"
+		 "         (parent_id, kind, name, properties, location, declared, location_derived)"
+		 "  VALUES ($1, CASE WHEN $2 THEN 'table' ELSE 'namespace' END, $3, "
+		 "          pg_catalog.jsonb_object($4, $5), $6, $7, $9)"
+		 "  ON CONFLICT (parent_id, name) DO NOTHING RETURNING id),"
+		 " granted AS ("
+		 "  INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
+		 "  SELECT made.id, $8::pg_catalog.regrole, 'manage', $8::pg_catalog.regrole FROM made)"
+		 " SELECT id FROM made",
+		 9,
+		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID, OIDOID,
+		  BOOLOID}},
 	[STMT_SET_PROPERTIES] = {"UPDATE lance_catalog.object SET properties = "
 							 "pg_catalog.jsonb_object($2, $3) WHERE id = $1",
 							 3,
 							 {INT8OID, TEXTARRAYOID, TEXTARRAYOID}},
 	[STMT_REREGISTER_TABLE] =
 		{"UPDATE lance_catalog.object"
-		 "   SET location = $2, properties = pg_catalog.jsonb_object($3, $4), declared = false"
+		 "   SET location = $2, properties = pg_catalog.jsonb_object($3, $4), declared = false,"
+		 "       location_derived = false"
 		 " WHERE id = $1",
 		 4,
 		 {INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
@@ -147,28 +185,35 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		{"SELECT name FROM lance_catalog.object"
 		 " WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"
 		 "   AND name > $3"
-		 " ORDER BY name LIMIT $4",
-		 4,
-		 {INT8OID, BOOLOID, TEXTOID, INT4OID}},
+		 "   AND ($5 = 0 OR id IN " READABLE_BY("$5") ")"
+													  " ORDER BY name LIMIT $4",
+		 5,
+		 {INT8OID, BOOLOID, TEXTOID, INT4OID, OIDOID}},
 	[STMT_LIST_TABLES_WITH_DATA] =
 		{"SELECT name FROM lance_catalog.object"
 		 " WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2"
-		 " ORDER BY name LIMIT $3",
-		 3,
-		 {INT8OID, TEXTOID, INT4OID}},
+		 "   AND ($4 = 0 OR id IN " READABLE_BY("$4") ")"
+													  " ORDER BY name LIMIT $3",
+		 4,
+		 {INT8OID, TEXTOID, INT4OID, OIDOID}},
 	[STMT_LIST_ALL_TABLES] = {"SELECT p.id, " TABLE_PATH " FROM ("
 							  "   SELECT id, parent_id, name FROM lance_catalog.object"
-							  "    WHERE kind = 'table' AND id > $1 ORDER BY id LIMIT $2) p"
-							  " ORDER BY p.id",
-							  2,
-							  {INT8OID, INT4OID}},
-	[STMT_LIST_ALL_TABLES_WITH_DATA] =
-		{"SELECT p.id, " TABLE_PATH " FROM ("
-		 "   SELECT id, parent_id, name FROM lance_catalog.object"
-		 "    WHERE kind = 'table' AND NOT declared AND id > $1 ORDER BY id LIMIT $2) p"
-		 " ORDER BY p.id",
-		 2,
-		 {INT8OID, INT4OID}},
+							  "    WHERE kind = 'table' AND id > $1"
+							  "      AND ($3 = 0 OR id IN " READABLE_BY(
+								  "$3") ")"
+										"    ORDER BY id LIMIT $2) p"
+										" ORDER BY p.id",
+							  3,
+							  {INT8OID, INT4OID, OIDOID}},
+	[STMT_LIST_ALL_TABLES_WITH_DATA] = {"SELECT p.id, " TABLE_PATH " FROM ("
+										"   SELECT id, parent_id, name FROM lance_catalog.object"
+										"    WHERE kind = 'table' AND NOT declared AND id > $1"
+										"      AND ($3 = 0 OR id IN " READABLE_BY(
+											"$3") ")"
+												  "    ORDER BY id LIMIT $2) p"
+												  " ORDER BY p.id",
+										3,
+										{INT8OID, INT4OID, OIDOID}},
 	[STMT_LOOKUP_TABLES] =
 		{"SELECT e.ord, o.id, o.location, o.declared"
 		 "  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::text[]))"
@@ -236,23 +281,26 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " WHERE table_id = $1 AND branch = $2 AND version >= $3 AND version <= $4",
 		 4,
 		 {INT8OID, TEXTOID, INT8OID, INT8OID}},
+	/* the caller is given: the catalog's statements run as its owner */
 	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
 							"       (operation, objects, versions, namespaces, context, status,"
-							"        properties, drop_location)"
+							"        properties, drop_location, role)"
 							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
-							"pg_catalog.jsonb_object($8, $9), $10)"
+							"pg_catalog.jsonb_object($8, $9), $10, $11)"
 							" RETURNING seq, transaction_id::text",
-							10,
+							11,
 							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID}},
+							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, NAMEOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
-						 "                       FROM pg_catalog.jsonb_each_text(properties))"
+						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
+						 "       role::text"
 						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
 						 1,
 						 {TEXTOID}},
 	[STMT_GET_CHANGE_FOR_UPDATE] =
 		{"SELECT status, ARRAY(SELECT ARRAY[key, value]"
-		 "                       FROM pg_catalog.jsonb_each_text(properties))"
+		 "                       FROM pg_catalog.jsonb_each_text(properties)),"
+		 "       role::text"
 		 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
 		 " FOR UPDATE",
 		 1,
@@ -328,15 +376,115 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 								   " WHERE kind = 'table' AND id > $1 ORDER BY id LIMIT $2",
 								   2,
 								   {INT8OID, INT4OID}},
+	/* a grant of one of the privileges $3 to role $2 (or one whose privileges it has) on $1 or
+	   above */
+	[STMT_HAS_PRIVILEGE] =
+		{"WITH RECURSIVE up(id) AS ("
+		 "   SELECT $1::bigint"
+		 "   UNION ALL"
+		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
+		 "    WHERE o.parent_id IS NOT NULL)"
+		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
+		 "                 WHERE g.privilege = ANY ($3)"
+		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
+		 3,
+		 {INT8OID, OIDOID, TEXTARRAYOID}},
+	/* a grant to role $2 on $1 or on something below it */
+	[STMT_GRANT_AT_OR_BELOW] =
+		{"WITH RECURSIVE up(id) AS ("
+		 "   SELECT g.object_id FROM lance_catalog.grant g"
+		 "    WHERE g.role IN (SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles r"
+		 "                      WHERE pg_catalog.pg_has_role($2, r.oid, 'USAGE'))"
+		 "   UNION"
+		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
+		 "    WHERE o.parent_id IS NOT NULL)"
+		 " SELECT EXISTS (SELECT FROM up WHERE up.id = $1)",
+		 2,
+		 {INT8OID, OIDOID}},
+	[STMT_INSERT_GRANT] =
+		{"INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
+		 " VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regrole)"
+		 " ON CONFLICT DO NOTHING RETURNING 1",
+		 4,
+		 {INT8OID, OIDOID, TEXTOID, OIDOID}},
+	[STMT_DELETE_GRANT] = {"DELETE FROM lance_catalog.grant"
+						   " WHERE object_id = $1 AND role = $2::pg_catalog.regrole"
+						   "   AND privilege = $3 RETURNING 1",
+						   3,
+						   {INT8OID, OIDOID, TEXTOID}},
+	[STMT_LIST_GRANTS] = {"SELECT role::text, privilege FROM lance_catalog.grant"
+						  " WHERE object_id = $1 ORDER BY role::text COLLATE \"C\", privilege",
+						  1,
+						  {INT8OID}},
+	[STMT_INSERT_API_KEY] = {"INSERT INTO lance_catalog.api_key (id, role, key_hash, created_by)"
+							 " VALUES ($1, $2::pg_catalog.regrole, pg_catalog.sha256($3),"
+							 "         $4::pg_catalog.regrole)",
+							 4,
+							 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
+	[STMT_AUTHENTICATE] = {"SELECT role::pg_catalog.oid FROM lance_catalog.api_key"
+						   " WHERE id = $1 AND key_hash = pg_catalog.sha256($2)",
+						   2,
+						   {TEXTOID, BYTEAOID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
 static MemoryContext result_cxt;
 
+/* The caller's identity and settings, while the catalog acts as its owner. */
+static Oid caller_user;
+static int caller_security;
+static int guc_nest_level;
+
+/* The owner of schema lance_catalog, or InvalidOid until looked up again. */
+static Oid catalog_owner_id = InvalidOid;
+
+static void
+forget_catalog_owner(Datum arg pg_attribute_unused(), int cacheid pg_attribute_unused(),
+					 uint32 hashvalue pg_attribute_unused())
+{
+	catalog_owner_id = InvalidOid;
+}
+
+static Oid
+catalog_owner(void)
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_catalog_owner, (Datum)0);
+		callback_registered = true;
+	}
+	if (!OidIsValid(catalog_owner_id))
+	{
+		Oid schema = get_namespace_oid("lance_catalog", false);
+		HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for schema %u", schema);
+		catalog_owner_id = ((Form_pg_namespace)GETSTRUCT(tuple))->nspowner;
+		ReleaseSysCache(tuple);
+	}
+	return catalog_owner_id;
+}
+
+/*
+ * Start using the catalog.  Its tables are not the callers' to read or
+ * write: the statements run as the owner of schema lance_catalog, as a
+ * SECURITY DEFINER function would, with search_path set to pg_catalog so
+ * that no object a caller made is ever found in its place.  Callers check
+ * privileges (access.c) and name the caller where the catalog records one.
+ * An error ends both switches with the (sub)transaction.
+ */
 void
 catalog_begin(void)
 {
 	result_cxt = CurrentMemoryContext;
+	GetUserIdAndSecContext(&caller_user, &caller_security);
+	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
+	guc_nest_level = NewGUCNestLevel();
+	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
@@ -350,6 +498,8 @@ void
 catalog_end(void)
 {
 	SPI_finish();
+	AtEOXact_GUC(true, guc_nest_level);
+	SetUserIdAndSecContext(caller_user, caller_security);
 }
 
 /* Run a catalog statement, preparing and keeping its plan on first use. */
@@ -530,6 +680,7 @@ catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock, Catalo
 	out->location = result_text(0, 4);
 	out->declared = DatumGetBool(result_datum(0, 5, &isnull));
 	out->properties = result_map(0, 6);
+	out->location_derived = DatumGetBool(result_datum(0, 7, &isnull));
 	return true;
 }
 
@@ -540,10 +691,10 @@ catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock, Catalo
  */
 int64
 catalog_insert_object(int64 parent_id, bool is_table, const char *name, const LnMap *properties,
-					  const char *location, bool declared)
+					  const char *location, bool declared, bool location_derived, Oid creator)
 {
-	Datum values[7];
-	char nulls[8] = "       ";
+	Datum values[9];
+	char nulls[10] = "         ";
 	bool isnull;
 
 	values[0] = Int64GetDatum(parent_id);
@@ -553,8 +704,10 @@ catalog_insert_object(int64 parent_id, bool is_table, const char *name, const Ln
 	values[4] = text_array_datum(properties->values, properties->len);
 	values[5] = text_datum_or_null(location, &nulls[5]);
 	values[6] = BoolGetDatum(declared);
+	values[7] = ObjectIdGetDatum(creator);
+	values[8] = BoolGetDatum(location_derived);
 	if (!is_table)
-		nulls[6] = 'n';
+		nulls[6] = nulls[8] = 'n';
 
 	execute(STMT_INSERT_OBJECT, values, nulls, 0);
 	if (SPI_processed == 0)
@@ -664,21 +817,22 @@ catalog_move_object(int64 id, int64 new_parent_id, const char *new_name)
  */
 int
 catalog_list_children(int64 parent_id, bool tables, bool include_declared, const char *after,
-					  int limit, char ***names)
+					  int limit, Oid reader, char ***names)
 {
 	int n;
 
 	if (tables && !include_declared)
 	{
-		Datum values[3] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
-						   Int32GetDatum(limit)};
+		Datum values[4] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
+						   Int32GetDatum(limit), ObjectIdGetDatum(reader)};
 
 		execute(STMT_LIST_TABLES_WITH_DATA, values, NULL, 0);
 	}
 	else
 	{
-		Datum values[4] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
-						   CStringGetTextDatum(after), Int32GetDatum(limit)};
+		Datum values[5] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
+						   CStringGetTextDatum(after), Int32GetDatum(limit),
+						   ObjectIdGetDatum(reader)};
 
 		execute(STMT_LIST_CHILDREN, values, NULL, 0);
 	}
@@ -692,9 +846,10 @@ catalog_list_children(int64 parent_id, bool tables, bool include_declared, const
 
 /* Tables of the whole catalog with id above after_id, in id order, with their full ids. */
 int
-catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids, LnId **paths)
+catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid reader, int64 **ids,
+						LnId **paths)
 {
-	Datum values[2] = {Int64GetDatum(after_id), Int32GetDatum(limit)};
+	Datum values[3] = {Int64GetDatum(after_id), Int32GetDatum(limit), ObjectIdGetDatum(reader)};
 	int n;
 	bool isnull;
 
@@ -954,10 +1109,10 @@ char *
 catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
 					  const bool *has_version, int nnamespaces, char **namespaces,
 					  const LnMap *context, const char *status, const LnMap *properties,
-					  const char *drop_location, int64 *seq)
+					  const char *drop_location, const char *role, int64 *seq)
 {
-	Datum values[10];
-	char nulls[11] = "          ";
+	Datum values[11];
+	char nulls[12] = "           ";
 	bool isnull;
 
 	values[0] = CStringGetTextDatum(operation);
@@ -970,14 +1125,16 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[7] = text_array_datum(properties->keys, properties->len);
 	values[8] = text_array_datum(properties->values, properties->len);
 	values[9] = text_datum_or_null(drop_location, &nulls[9]);
+	values[10] = CStringGetDatum(role);
 	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(result_datum(0, 1, &isnull));
 	return result_text(0, 2);
 }
 
-/* The status and properties of a logged transaction; false if there is none. */
+/* The status, properties and role of a logged transaction; false if there is none. */
 bool
-catalog_get_change(const char *transaction_id, bool for_update, char **status, LnMap *properties)
+catalog_get_change(const char *transaction_id, bool for_update, char **status, LnMap *properties,
+				   char **role)
 {
 	Datum values[1] = {CStringGetTextDatum(transaction_id)};
 
@@ -986,6 +1143,7 @@ catalog_get_change(const char *transaction_id, bool for_update, char **status, L
 		return false;
 	*status = result_text(0, 1);
 	*properties = result_map(0, 2);
+	*role = result_text(0, 3);
 	return true;
 }
 
@@ -1142,4 +1300,104 @@ catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***loc
 		(*locations)[i] = result_text(i, 2);
 	}
 	return n;
+}
+
+static Datum
+privileges_datum(LnPrivilege least)
+{
+	static char *names[] = {"read", "write", "manage"};
+
+	return text_array_datum(names + least, lengthof(names) - least);
+}
+
+/*
+ * True if `role` holds `privilege` (or a greater one) on object_id or on a
+ * namespace above it, directly or through a role whose privileges it has.
+ */
+bool
+catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
+{
+	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   privileges_datum(privilege)};
+	bool isnull;
+
+	execute(STMT_HAS_PRIVILEGE, values, NULL, 1);
+	return DatumGetBool(result_datum(0, 1, &isnull));
+}
+
+/* True if `role` holds a grant on object_id or on anything below it. */
+bool
+catalog_has_grant_at_or_below(int64 object_id, Oid role)
+{
+	Datum values[2] = {Int64GetDatum(object_id), ObjectIdGetDatum(role)};
+	bool isnull;
+
+	execute(STMT_GRANT_AT_OR_BELOW, values, NULL, 1);
+	return DatumGetBool(result_datum(0, 1, &isnull));
+}
+
+/* Grant `privilege` on object_id to `role`; false if it was granted already. */
+bool
+catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by)
+{
+	static const char *names[] = {"read", "write", "manage"};
+	Datum values[4] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   CStringGetTextDatum(names[privilege]), ObjectIdGetDatum(granted_by)};
+
+	execute(STMT_INSERT_GRANT, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* Revoke `privilege` on object_id from `role`; false if it was not granted. */
+bool
+catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege)
+{
+	static const char *names[] = {"read", "write", "manage"};
+	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   CStringGetTextDatum(names[privilege])};
+
+	execute(STMT_DELETE_GRANT, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* The grants on object_id: role names and privileges, by role name. */
+int
+catalog_list_grants(int64 object_id, char ***roles, char ***privileges)
+{
+	Datum values[1] = {Int64GetDatum(object_id)};
+	int n;
+
+	execute(STMT_LIST_GRANTS, values, NULL, 0);
+	n = (int)SPI_processed;
+	*roles = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	*privileges = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*roles)[i] = result_text(i, 1);
+		(*privileges)[i] = result_text(i, 2);
+	}
+	return n;
+}
+
+/* Keep API key `id` for `role`; the catalog stores only the hash of `key`. */
+void
+catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by)
+{
+	Datum values[4] = {CStringGetTextDatum(id), ObjectIdGetDatum(role),
+					   PointerGetDatum(cstring_to_text(key)), ObjectIdGetDatum(created_by)};
+
+	execute(STMT_INSERT_API_KEY, values, NULL, 0);
+}
+
+/* The role API key `key` (whose id is `id`) acts as, or InvalidOid if there is no such key. */
+Oid
+catalog_authenticate(const char *id, const char *key)
+{
+	Datum values[2] = {CStringGetTextDatum(id), PointerGetDatum(cstring_to_text(key))};
+	bool isnull;
+
+	execute(STMT_AUTHENTICATE, values, NULL, 1);
+	if (SPI_processed == 0)
+		return InvalidOid;
+	return DatumGetObjectId(result_datum(0, 1, &isnull));
 }

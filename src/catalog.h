@@ -17,8 +17,9 @@ typedef struct CatalogObject
 	bool is_table;
 	char *name;
 	LnMap properties;
-	char *location; /* tables only */
-	bool declared;	/* tables only: declared, no data registered yet */
+	char *location;		   /* tables only */
+	bool declared;		   /* tables only: declared, no data registered yet */
+	bool location_derived; /* tables only: the catalog chose the location */
 } CatalogObject;
 
 /*
@@ -51,7 +52,8 @@ extern void catalog_end(void);
 extern bool catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock,
 								 CatalogObject *out);
 extern int64 catalog_insert_object(int64 parent_id, bool is_table, const char *name,
-								   const LnMap *properties, const char *location, bool declared);
+								   const LnMap *properties, const char *location, bool declared,
+								   bool location_derived, Oid creator);
 extern void catalog_set_properties(int64 id, const LnMap *properties);
 extern void catalog_reregister_table(int64 id, const char *location, const LnMap *properties);
 extern bool catalog_has_children(int64 id);
@@ -59,9 +61,9 @@ extern void catalog_delete_object(int64 id);
 extern void catalog_delete_subtree(int64 id);
 extern bool catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
 extern int catalog_list_children(int64 parent_id, bool tables, bool include_declared,
-								 const char *after, int limit, char ***names);
-extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, int64 **ids,
-								   LnId **paths);
+								 const char *after, int limit, Oid reader, char ***names);
+extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid reader,
+								   int64 **ids, LnId **paths);
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
 extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
@@ -75,9 +77,10 @@ extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 f
 extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
 								   const int64 *versions, const bool *has_version, int nnamespaces,
 								   char **namespaces, const LnMap *context, const char *status,
-								   const LnMap *properties, const char *drop_location, int64 *seq);
+								   const LnMap *properties, const char *drop_location,
+								   const char *role, int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
-							   LnMap *properties);
+							   LnMap *properties, char **role);
 extern void catalog_set_change(const char *transaction_id, const char *status,
 							   const LnMap *properties);
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
@@ -89,5 +92,14 @@ extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,
 extern bool catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table);
 
 extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
+
+/* Privileges and API keys (access.c, grants.c, api_keys.c) */
+extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
+extern bool catalog_has_grant_at_or_below(int64 object_id, Oid role);
+extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);
+extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege);
+extern int catalog_list_grants(int64 object_id, char ***roles, char ***privileges);
+extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by);
+extern Oid catalog_authenticate(const char *id, const char *key);
 
 #endif /* LN_CATALOG_H */

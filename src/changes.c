@@ -23,6 +23,7 @@
 #include "utils/guc.h"
 #include "utils/resowner.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "changes.h"
 #include "request.h"
@@ -123,6 +124,13 @@ changes_queue_drop(const char *location)
 	change.drop_location = location;
 }
 
+/* The properties the current call's entry shows (lance_grant: role and privilege). */
+void
+changes_set_properties(const LnMap *properties)
+{
+	change.properties = *properties;
+}
+
 static void
 set_lock_tag(LOCKTAG *tag, uint16 lock_class, int64 number)
 {
@@ -193,10 +201,10 @@ changes_record(const char *operation, const LnMap *context)
 	{
 		int64 number;
 
-		transaction_id =
-			catalog_insert_change(operation, change.nobjects, change.objects, change.versions,
-								  change.has_version, nnamespaces, namespaces, context,
-								  change.status, &change.properties, change.drop_location, &number);
+		transaction_id = catalog_insert_change(
+			operation, change.nobjects, change.objects, change.versions, change.has_version,
+			nnamespaces, namespaces, context, change.status, &change.properties,
+			change.drop_location, access_caller_name(), &number);
 		if (MyProc->lxid != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */

@@ -11,6 +11,7 @@ extern void changes_init(void);
 extern void changes_begin(void);
 extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version);
 extern void changes_queue_drop(const char *location);
+extern void changes_set_properties(const LnMap *properties);
 extern char *changes_record(const char *operation, const LnMap *context);
 
 #endif /* LN_CHANGES_H */

@@ -10,13 +10,12 @@
 
 #include "utils/jsonb.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
 #include "frame.h"
 #include "json_edge.h"
-
-static void raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
 
 /*
  * An operation the catalog does not serve answers LN000 with the reason,
@@ -60,7 +59,7 @@ frame_sql_call(FunctionCallInfo fcinfo, const LnOperationDef *op)
 	}
 	PG_CATCH();
 	{
-		raise_as_lance_error(cxt);
+		frame_raise_as_lance_error(cxt);
 	}
 	PG_END_TRY();
 
@@ -84,7 +83,9 @@ frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp)
 		req->operations[i].handler = registry_commit_operation(req->operations[i].kind)->handler;
 
 	memset(resp, 0, sizeof(LnResponse));
+	access_begin();
 	catalog_begin();
+	access_check_request(op, req);
 	changes_begin();
 	op->handler(req, resp);
 	transaction_id = changes_record(op->operation_id, &req->context);
@@ -97,8 +98,12 @@ frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp)
 	}
 }
 
-static void
-raise_as_lance_error(MemoryContext cxt)
+/*
+ * In a PG_CATCH of a SQL entry point: re-raise the error as the Lance error
+ * that describes it, in memory context `cxt` (the call's).
+ */
+void
+frame_raise_as_lance_error(MemoryContext cxt)
 {
 	ErrorData *edata;
 	int code;

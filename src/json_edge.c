@@ -1081,3 +1081,74 @@ json_encode_map(const LnMap *map)
 {
 	return tree_to_jsonb(new_map(map));
 }
+
+/* A required string member of the top-level request object. */
+static char *
+required_name(json_object *root, const char *key)
+{
+	json_object *member;
+
+	if (!json_object_object_get_ex(root, key, &member) || member == NULL)
+		ln_error(LN_INVALID_INPUT, "field \"%s\" is required", key);
+	return decode_name(member, "", key, true);
+}
+
+/*
+ * A request of lance_grant, lance_revoke (with_grantee) or
+ * lance_list_grants: {"id": [...], "role": "name", "privilege": "..."}.
+ */
+void
+json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char **privilege)
+{
+	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
+	JsonTree *tree = parse_text(text, "the request", true);
+	json_object *member;
+
+	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
+		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
+	if (!json_object_object_get_ex(tree->root, "id", &member) || member == NULL)
+		ln_error(LN_INVALID_INPUT, "field \"id\" is required (the root namespace is [])");
+	decode_id(member, "", "id", id);
+	if (with_grantee)
+	{
+		*role = required_name(tree->root, "role");
+		*privilege = required_name(tree->root, "privilege");
+	}
+	release_tree(tree);
+}
+
+/* lance_grant's and lance_revoke's answer. */
+Jsonb *
+json_encode_grant(const LnId *id, const char *role, const char *privilege, bool changed,
+				  const char *transaction_id)
+{
+	json_object *root = json_object_new_object();
+
+	json_object_object_add(root, "id", new_string_array(id->len, id->names));
+	json_object_object_add(root, "role", json_object_new_string(role));
+	json_object_object_add(root, "privilege", json_object_new_string(privilege));
+	json_object_object_add(root, "changed", json_object_new_boolean(changed));
+	if (transaction_id != NULL)
+		json_object_object_add(root, "transaction_id", json_object_new_string(transaction_id));
+	return tree_to_jsonb(root);
+}
+
+/* lance_list_grants' answer: {"id": [...], "grants": [{"role", "privilege"}, ...]}. */
+Jsonb *
+json_encode_grants(const LnId *id, int n, char **roles, char **privileges)
+{
+	json_object *root = json_object_new_object();
+	json_object *grants = json_object_new_array_ext(n);
+
+	for (int i = 0; i < n; i++)
+	{
+		json_object *grant = json_object_new_object();
+
+		json_object_object_add(grant, "role", json_object_new_string(roles[i]));
+		json_object_object_add(grant, "privilege", json_object_new_string(privileges[i]));
+		json_object_array_add(grants, grant);
+	}
+	json_object_object_add(root, "id", new_string_array(id->len, id->names));
+	json_object_object_add(root, "grants", grants);
+	return tree_to_jsonb(root);
+}

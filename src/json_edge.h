@@ -20,5 +20,10 @@ extern char *json_encode_response_text(const LnResponse *resp);
 extern Jsonb *json_encode_map(const LnMap *map);
 extern char *json_ref_file(const LnRefContents *contents, bool branch);
 extern bool json_parse_ref_file(const char *text, bool branch, LnRefContents *out);
+extern void json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role,
+							  char **privilege);
+extern Jsonb *json_encode_grant(const LnId *id, const char *role, const char *privilege,
+								bool changed, const char *transaction_id);
+extern Jsonb *json_encode_grants(const LnId *id, int n, char **roles, char **privileges);
 
 #endif /* LN_JSON_EDGE_H */

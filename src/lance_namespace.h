@@ -32,6 +32,17 @@ typedef struct LnMap
 } LnMap;
 
 /*
+ * The privileges a role can hold on a namespace (and everything below it) or
+ * on a table; each includes the ones before it.
+ */
+typedef enum LnPrivilege
+{
+	LN_PRIV_READ,
+	LN_PRIV_WRITE,
+	LN_PRIV_MANAGE
+} LnPrivilege;
+
+/*
  * The request members an operation reads.  Each member has a bit; an
  * operation names the bits it knows, and the decoder ignores every other key,
  * so that a field known to one operation is an unknown (ignored) key to the

@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "error.h"
 #include "location.h"
@@ -150,6 +151,9 @@ Datum
 lance_process_drops(PG_FUNCTION_ARGS)
 {
 	check_standalone_call("lance_process_drops()");
+	/* it removes folders on the server: not for every role that may call functions */
+	access_begin();
+	access_require_admin("lance_process_drops()");
 	/* without roots every drop would look out of bounds, and fail for good */
 	if (!storage_has_local_roots())
 		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
@@ -162,5 +166,7 @@ Datum
 lance_sweep_leftovers(PG_FUNCTION_ARGS)
 {
 	check_standalone_call("lance_sweep_leftovers()");
+	access_begin();
+	access_require_admin("lance_sweep_leftovers()");
 	PG_RETURN_INT32(maintenance_sweep());
 }

@@ -7,6 +7,7 @@
 
 #include "miscadmin.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
@@ -79,7 +80,8 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	resp->properties = properties;
 	for (;;)
 	{
-		if (catalog_insert_object(parent.id, false, name, &properties, NULL, false) != 0)
+		if (catalog_insert_object(parent.id, false, name, &properties, NULL, false, false,
+								  access_caller()) != 0)
 		{
 			changes_touch(&req->id, req->id.len, true, -1);
 			return;
@@ -128,7 +130,8 @@ op_list_namespaces(const LnRequest *req, LnResponse *resp)
 	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
 
 	resp->fields = LN_RESP_NAMESPACES;
-	resp->nnames = catalog_list_children(ns.id, false, true, after, limit + 1, &resp->names);
+	resp->nnames = catalog_list_children(ns.id, false, true, after, limit + 1, access_list_reader(),
+										 &resp->names);
 	ln_cut_page(resp, limit);
 }
 

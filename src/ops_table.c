@@ -11,6 +11,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "changes.h"
 #include "error.h"
@@ -76,7 +77,7 @@ op_list_tables(const LnRequest *req, LnResponse *resp)
 	resp->fields = LN_RESP_TABLES;
 	if (limit > 0)
 		resp->nnames = catalog_list_children(ns.id, true, req->include_declared, after, limit + 1,
-											 &resp->names);
+											 access_list_reader(), &resp->names);
 	ln_cut_page(resp, limit);
 }
 
@@ -105,7 +106,8 @@ op_list_all_tables(const LnRequest *req, LnResponse *resp)
 	}
 
 	if (limit > 0)
-		n = catalog_list_all_tables(req->include_declared, after_id, limit + 1, &ids, &paths);
+		n = catalog_list_all_tables(req->include_declared, after_id, limit + 1,
+									access_list_reader(), &ids, &paths);
 
 	resp->fields = LN_RESP_TABLES;
 	resp->nnames = Min(n, limit);
@@ -205,8 +207,9 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 	{
 		CatalogObject existing;
 
-		table.id = catalog_insert_object(ns.id, true, table_name_of(req), &properties,
-										 table.location, true);
+		table.id =
+			catalog_insert_object(ns.id, true, table_name_of(req), &properties, table.location,
+								  true, req->location == NULL, access_caller());
 		if (table.id != 0)
 			break;
 		/* the name is taken; by what, now that the one who took it has committed */
@@ -238,7 +241,7 @@ op_register_table(const LnRequest *req, LnResponse *resp)
 	for (;;)
 	{
 		id = catalog_insert_object(ns.id, true, table_name_of(req), &properties, req->location,
-								   false);
+								   false, false, access_caller());
 		if (id != 0)
 			break;
 		if (catalog_lookup_child(ns.id, table_name_of(req), CATALOG_FOR_UPDATE, &existing))
@@ -336,36 +339,47 @@ op_table_exists(const LnRequest *req, LnResponse *resp)
 	resp->fields = 0; /* exists: an empty answer */
 }
 
+/* Remove the table's entry, and answer what it was. */
+static void
+remove_table_entry(const LnRequest *req, LnResponse *resp, CatalogObject *table)
+{
+	ln_require_table_id(req);
+	objects_get_table(&req->id, CATALOG_FOR_UPDATE, table);
+	catalog_delete_object(table->id);
+	changes_touch(&req->id, req->id.len, false, -1);
+
+	resp->fields = LN_RESP_ID | LN_RESP_LOCATION | LN_RESP_PROPERTIES;
+	resp->id = req->id;
+	resp->location = table->location;
+	resp->properties = table->properties;
+}
+
 /* DeregisterTable: the entry goes, the data stays. */
 void
 op_deregister_table(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
 
-	ln_require_table_id(req);
-	objects_get_table(&req->id, CATALOG_FOR_UPDATE, &table);
-	catalog_delete_object(table.id);
-	changes_touch(&req->id, req->id.len, false, -1);
-
-	resp->fields = LN_RESP_ID | LN_RESP_LOCATION | LN_RESP_PROPERTIES;
-	resp->id = req->id;
-	resp->location = table.location;
-	resp->properties = table.properties;
+	remove_table_entry(req, resp, &table);
 }
 
 /*
  * DropTable: the entry goes in the caller's transaction.  The data of a
- * table under lance_namespace.local_roots is queued for removal: the log
- * entry's status is Queued, and lance_process_drops() removes it later,
- * outside any user transaction.  Elsewhere the caller removes the data at
- * the location the answer carries.
+ * table under lance_namespace.local_roots at a location the catalog chose
+ * (DeclareTable without one) is queued for removal: the log entry's status
+ * is Queued, and lance_process_drops() removes it later, outside any user
+ * transaction.  A folder a caller named (RegisterTable, DeclareTable with a
+ * location) may hold anything, so the catalog never removes it: there, and
+ * elsewhere, the caller removes the data at the location the answer carries.
  */
 void
 op_drop_table(const LnRequest *req, LnResponse *resp)
 {
-	op_deregister_table(req, resp);
-	if (storage_is_managed(resp->location))
-		changes_queue_drop(resp->location);
+	CatalogObject table;
+
+	remove_table_entry(req, resp, &table);
+	if (table.location_derived && storage_is_managed(table.location))
+		changes_queue_drop(table.location);
 }
 
 /*

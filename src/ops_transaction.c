@@ -5,6 +5,7 @@
  */
 #include "postgres.h"
 
+#include "access.h"
 #include "catalog.h"
 #include "error.h"
 #include "ops_transaction.h"
@@ -55,7 +56,11 @@ transaction_id_of(const LnRequest *req)
 static void
 get_transaction(const char *id, bool for_update, LnResponse *resp)
 {
-	if (!catalog_get_change(id, for_update, &resp->status, &resp->properties))
+	char *role;
+
+	/* a caller sees and changes the entries of its own roles, as if no others existed */
+	if (!catalog_get_change(id, for_update, &resp->status, &resp->properties, &role) ||
+		!access_acts_for(role))
 		ln_error(LN_TRANSACTION_NOT_FOUND, "transaction \"%s\" does not exist", id);
 	resp->fields = LN_RESP_STATUS | LN_RESP_PROPERTIES;
 }

@@ -10,18 +10,16 @@
 
 #include "lance_namespace.h"
 
-/* The privilege an operation needs on the object it names. */
-typedef enum LnPrivilege
-{
-	LN_PRIV_READ,
-	LN_PRIV_WRITE,
-	LN_PRIV_MANAGE
-} LnPrivilege;
-
 /* Row flags. */
 #define LN_OP_CHANGES		  (1u << 0) /* may change the catalog (or table refs) */
 #define LN_OP_EMPTY_ANSWER	  (1u << 1) /* REST answers 204 without a body (the Exists calls) */
 #define LN_OP_TRANSACTION_IDS (1u << 2) /* answers transaction_id as an array */
+#define LN_OP_ON_PARENT                                                                            \
+	(1u << 3)				  /* makes its object: the privilege is on the namespace it goes in */
+#define LN_OP_LISTS (1u << 4) /* lists what is in its namespace: each item needs read */
+#define LN_OP_ON_PARENT                                                                            \
+	(1u << 3)				  /* makes its object: the privilege is on the namespace it goes in */
+#define LN_OP_LISTS (1u << 4) /* lists what is in its namespace: each item needs read */
 
 /* One operation of the spec. */
 typedef struct LnOperationDef

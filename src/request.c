@@ -78,6 +78,32 @@ ln_id_string(const LnId *id, int len)
 	return buf.data;
 }
 
+/* An id from its string form (ln_id_string); "$" is the root. */
+LnId
+ln_id_parse(const char *text)
+{
+	LnId id = {0, palloc(sizeof(char *) * (strlen(text) + 2))};
+	char *copy = pstrdup(text);
+	char *start = copy;
+
+	if (strcmp(text, "$") == 0)
+		return id;
+	for (char *c = copy;; c++)
+	{
+		if (*c == '$' || *c == '\0')
+		{
+			bool end = *c == '\0';
+
+			*c = '\0';
+			id.names[id.len++] = start;
+			if (end)
+				break;
+			start = c + 1;
+		}
+	}
+	return id;
+}
+
 LnId
 ln_id_prefix(const LnId *id, int len)
 {

@@ -19,6 +19,7 @@ extern int ln_parse_enum(const char *given, const char *field, const LnEnumValue
 extern void ln_require_id(const LnRequest *req);
 extern void ln_require_table_id(const LnRequest *req);
 extern char *ln_id_string(const LnId *id, int len);
+extern LnId ln_id_parse(const char *text);
 extern LnId ln_id_prefix(const LnId *id, int len);
 extern int ln_page_limit(const LnRequest *req);
 extern void ln_cut_page(LnResponse *resp, int limit);

@@ -19,11 +19,14 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
 #include "utils/varlena.h"
 
+#include "api_keys.h"
 #include "error.h"
 #include "frame.h"
 #include "json_edge.h"
@@ -39,6 +42,9 @@
  */
 static char *logged_headers = NULL;
 
+/* lance_namespace.anonymous_role: the role of requests without a key ("": refused). */
+static char *anonymous_role = NULL;
+
 static const char *const credential_headers[] = {
 	"authorization", "cookie", "proxy-authorization", "x-api-key", "x-auth-token", "set-cookie"};
 
@@ -52,6 +58,11 @@ rest_init(void)
 		"proxy-authorization, x-api-key, x-auth-token) are never recorded.",
 		&logged_headers, "x-request-id,x-trace-id,x-correlation-id,traceparent,tracestate",
 		PGC_SUSET, GUC_LIST_INPUT, NULL, NULL, NULL);
+	DefineCustomStringVariable(
+		"lance_namespace.anonymous_role",
+		"The role a REST request without an API key acts as; empty: such requests are refused.",
+		"Grant that role only what anybody who reaches the gateway may do.", &anonymous_role, "",
+		PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
 static bool
@@ -280,6 +291,58 @@ query_param(const LnMap *query, const char *key)
 	return NULL;
 }
 
+static const char *
+header_value(const LnMap *headers, const char *name)
+{
+	for (int i = 0; i < headers->len; i++)
+		if (strcmp(headers->keys[i], name) == 0)
+			return headers->values[i];
+	return NULL;
+}
+
+/*
+ * The role a request acts as: its API key's (x-api-key, or Authorization:
+ * Bearer), or without one the anonymous role if one is set.  The role
+ * calling lance_rest() (the gateway's) must be a member of it, as SET ROLE
+ * requires: the DBA decides which roles the gateway may act as.
+ */
+static Oid
+request_role(const LnMap *headers)
+{
+	const char *key = header_value(headers, "x-api-key");
+	const char *authorization = header_value(headers, "authorization");
+	Oid role;
+
+	if (key == NULL && authorization != NULL && pg_strncasecmp(authorization, "bearer ", 7) == 0)
+		key = authorization + 7 + strspn(authorization + 7, " ");
+	if (key != NULL)
+	{
+		role = api_key_role(key);
+		if (!OidIsValid(role))
+			ln_error_detail(LN_UNAUTHENTICATED,
+							"Ask an administrator for a key (lance_create_api_key).",
+							"the API key is not valid: unknown or revoked");
+	}
+	else if (anonymous_role != NULL && anonymous_role[0] != '\0')
+	{
+		role = get_role_oid(anonymous_role, true);
+		if (!OidIsValid(role))
+			ln_error(LN_UNAUTHENTICATED, "requests without an API key are refused here");
+	}
+	else
+		ln_error_detail(LN_UNAUTHENTICATED,
+						"Send an API key as header x-api-key or as Authorization: Bearer <key>.",
+						"this catalog needs an API key");
+
+	if (!is_member_of_role(GetUserId(), role))
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"An administrator lets the gateway act as it with GRANT <role> TO <the "
+						"gateway's role>.",
+						"the gateway's role \"%s\" may not act as the key's role \"%s\"",
+						GetUserNameFromId(GetUserId(), false), GetUserNameFromId(role, false));
+	return role;
+}
+
 /*
  * Run a route's operation in a subtransaction and answer it.  On error the
  * subtransaction is rolled back (and with it anything written on disk) and
@@ -302,7 +365,18 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		LnId path_id;
 		const char *delimiter = query_param(query, "delimiter");
 
+		Oid role;
+		Oid gateway_user;
+		int gateway_security;
+
 		ln_error_set_element(NULL);
+		/*
+		 * The request runs as the role it authenticates as, until the
+		 * subtransaction ends (its rollback puts the gateway's role back).
+		 */
+		role = request_role(headers);
+		GetUserIdAndSecContext(&gateway_user, &gateway_security);
+		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
 		frame_check_served(op);
 		if (id_segment != NULL)
 			path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment)),
@@ -315,6 +389,7 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		else
 			answer.body = json_encode_response_text(&resp);
 
+		SetUserIdAndSecContext(gateway_user, gateway_security);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
