@@ -62,3 +62,6 @@ SELECT context FROM lance_catalog.change WHERE objects = '{rs$h3}';
 RESET lance_namespace.logged_headers;
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
 RESET lance_namespace.local_roots;
+
+-- This test's key goes with it.
+SELECT lance_revoke_api_key(:'key') AS revoked;

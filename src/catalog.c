@@ -421,8 +421,10 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 							 "         $4::pg_catalog.regrole)",
 							 4,
 							 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
-	[STMT_AUTHENTICATE] = {"SELECT role::pg_catalog.oid FROM lance_catalog.api_key"
-						   " WHERE id = $1 AND key_hash = pg_catalog.sha256($2)",
+	/* a key whose role was dropped since is no key */
+	[STMT_AUTHENTICATE] = {"SELECT k.role::pg_catalog.oid FROM lance_catalog.api_key k"
+						   "  JOIN pg_catalog.pg_roles r ON r.oid = k.role::pg_catalog.oid"
+						   " WHERE k.id = $1 AND k.key_hash = pg_catalog.sha256($2)",
 						   2,
 						   {TEXTOID, BYTEAOID}},
 };

@@ -180,6 +180,9 @@ SELECT lance_register_table(jsonb_build_object('id', jsonb_build_array('dr', 'd'
        'location', '$D/d' || i || '.lance')) FROM generate_series(1, $ND) i;
 SELECT lance_register_table(jsonb_build_object('id', jsonb_build_array('di', 'e' || i),
        'location', '$TABLES/di/e' || i || '.lance')) FROM generate_series(1, $NI) i;
+-- as if the catalog had chosen their folders: only such folders are removed
+UPDATE lance_catalog.object SET location_derived = true
+ WHERE parent_id IN (SELECT id FROM lance_catalog.object WHERE parent_id = 0 AND name IN ('dr', 'di'));
 SQL
 
 # ---------------------------------------------------------------------------
