@@ -3,7 +3,10 @@
 -- The gateway knows nothing of Lance: it hands each /v1/ request (method, raw
 -- path, raw query string, body, headers) to the SQL function lance_rest(),
 -- with bound parameters, and writes back the status, headers and body it
--- answers.  Each nginx worker keeps one database connection.
+-- answers.  Each nginx worker keeps one database connection, as the database
+-- role lance_gateway.  Authentication is the database's: lance_rest() checks
+-- the request's API key and runs the request as the key's role; the gateway
+-- only notes the key's id for its access log.
 local DBI = require("DBI")
 local cjson = require("cjson.safe")
 
@@ -115,7 +118,22 @@ local function refusal(body)
 	return nil
 end
 
+-- The id of the request's API key ("lnk_" and 12 hex digits), for the
+-- access log, or "-": from x-api-key, else from Authorization: Bearer, as
+-- lance_rest() reads them.  Never the key itself, which is a secret.
+local KEY_ID = "^(lnk_" .. ("[0-9a-f]"):rep(12) .. ")_"
+
+local function key_id()
+	local key = ngx.var.http_x_api_key
+	if not key then
+		local authorization = ngx.var.http_authorization
+		key = authorization and authorization:match("^[Bb][Ee][Aa][Rr][Ee][Rr] +(.*)$")
+	end
+	return key and key:match(KEY_ID) or "-"
+end
+
 function M.handle()
+	ngx.var.lance_key_id = key_id()
 	ngx.req.read_body()
 	local body = ngx.req.get_body_data()
 	if not body then

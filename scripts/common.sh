@@ -228,8 +228,9 @@ stop_cluster() {
 
 # ---------------------------------------------------------------------------
 # Gateway: nginx with its Lua module, run as the postgres OS user (it listens
-# on an unprivileged port and reaches the server over its socket).  Its
-# configuration is gateway/nginx.conf.in with the @...@ values filled in.
+# on an unprivileged port and reaches the server over its socket, as database
+# role lance_gateway).  Its configuration is gateway/nginx.conf.in with the
+# @...@ values filled in.
 # ---------------------------------------------------------------------------
 
 gateway_running() {
@@ -238,12 +239,89 @@ gateway_running() {
 	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
 }
 
+# The database role the gateway connects as: it logs in, is no superuser,
+# inherits nothing and owns nothing.  lance_rest() runs each request as the
+# role of the request's API key, which the gateway's role must be a member of
+# (as SET ROLE requires): membership in lance_admin lets it act for
+# administrator keys; GRANT <role> TO lance_gateway lets it act for others.
+LN_GATEWAY_ROLE=lance_gateway
+
+# ensure_gateway_role <psql connection args...>: create the gateway's role
+# if it is missing (roles are cluster-wide, so once per cluster), hold it to
+# the attributes above and make it a member of lance_admin, which CREATE
+# EXTENSION lance_namespace creates.  Idempotent.  Connects as a superuser.
+ensure_gateway_role() {
+	local owned
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'lance_gateway') THEN
+        CREATE ROLE lance_gateway LOGIN NOINHERIT;
+    END IF;
+END
+$$;
+ALTER ROLE lance_gateway LOGIN NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+COMMENT ON ROLE lance_gateway IS 'lance_namespace: the REST gateway; runs each request as its API key''s role';
+GRANT lance_admin TO lance_gateway;
+SQL
+	# pg_shdepend records owners in every database of the cluster
+	owned="$("$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@" -c \
+		"SELECT count(*) FROM pg_catalog.pg_shdepend WHERE refclassid = 'pg_catalog.pg_authid'::regclass
+		    AND refobjid = 'lance_gateway'::regrole AND deptype = 'o'")"
+	[[ "$owned" == 0 ]] ||
+		say "warning: role $LN_GATEWAY_ROLE owns $owned objects; the gateway's role should own nothing (REASSIGN OWNED BY $LN_GATEWAY_ROLE TO ...)"
+}
+
+# True when <key> has the form of an API key: lnk_<12 hex>_<64 hex>.
+is_api_key() { [[ "$1" =~ ^lnk_[0-9a-f]{12}_[0-9a-f]{64}$ ]]; }
+
+# create_api_key <role> <psql connection args...>: print a new API key for
+# <role>, made by a superuser.
+create_api_key() {
+	local role="$1"
+	shift
+	"$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -v role="$role" "$@" <<<"SELECT lance_create_api_key(:'role');"
+}
+
+# api_key_works <key> <psql connection args...>: true when the gateway's role
+# gets an answer with <key>: lance_rest() called as the gateway calls it,
+# listing the root namespace.  The key travels on standard input, never on a
+# command line that ps shows.
+api_key_works() {
+	local key="$1" status
+	shift
+	is_api_key "$key" || return 1
+	status="$("$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@" <<SQL 2>/dev/null
+SET ROLE $LN_GATEWAY_ROLE;
+SELECT status FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL, '{"x-api-key": "$key"}');
+SQL
+)" || return 1
+	[[ "$status" == 200 ]]
+}
+
+# The gateway's URL scheme: https when LN_GATEWAY_TLS_CERT and
+# LN_GATEWAY_TLS_KEY name a certificate and its key.
+gateway_scheme() {
+	if [[ -n "${LN_GATEWAY_TLS_CERT:-}" || -n "${LN_GATEWAY_TLS_KEY:-}" ]]; then
+		echo https
+	else
+		echo http
+	fi
+}
+
 # start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
-# Writes <prefix>/nginx.conf and starts nginx (or reloads a running one).
+# Writes <prefix>/nginx.conf and starts nginx (or reloads a running one),
+# connecting to the database as role lance_gateway (made here if missing).
+# With LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (PEM files) it serves
+# HTTPS with them; the files are copied into <prefix>/tls for nginx, which
+# runs as postgres.
 start_gateway() {
 	local prefix="$1" port="$2" db="$3" pghost="$4" pgport="$5" i
-	local multiarch
+	local multiarch listen="127.0.0.1:$port" tls="" scheme
 	multiarch="$(gcc -print-multiarch)"
+	scheme="$(gateway_scheme)"
+	ensure_gateway_role -h "$pghost" -p "$pgport" -U postgres -d "$db"
 	make_postgres_dir "$prefix" 755
 	make_postgres_dir "$prefix/tmp" 700
 	# nginx runs as postgres, which may not be able to read the clone (in
@@ -251,19 +329,32 @@ start_gateway() {
 	# prefix, refreshed on every start or reload.
 	make_postgres_dir "$prefix/lua" 755
 	install -m 644 "$ROOT"/gateway/*.lua "$prefix/lua/"
+	if [[ "$scheme" == https ]]; then
+		[[ -f "${LN_GATEWAY_TLS_CERT:-}" && -r "$LN_GATEWAY_TLS_CERT" ]] ||
+			die "LN_GATEWAY_TLS_CERT must name a readable certificate file (PEM), got '${LN_GATEWAY_TLS_CERT:-}'"
+		[[ -f "${LN_GATEWAY_TLS_KEY:-}" && -r "$LN_GATEWAY_TLS_KEY" ]] ||
+			die "LN_GATEWAY_TLS_KEY must name a readable private key file (PEM), got '${LN_GATEWAY_TLS_KEY:-}'"
+		make_postgres_dir "$prefix/tls" 700
+		install -o postgres -g postgres -m 644 "$LN_GATEWAY_TLS_CERT" "$prefix/tls/cert.pem"
+		install -o postgres -g postgres -m 600 "$LN_GATEWAY_TLS_KEY" "$prefix/tls/key.pem"
+		listen+=" ssl"
+		tls="ssl_certificate $prefix/tls/cert.pem; ssl_certificate_key $prefix/tls/key.pem; ssl_protocols TLSv1.2 TLSv1.3;"
+	else
+		rm -rf "$prefix/tls"
+	fi
 	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
-		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
-		-e "s|@DB@|$db|g" -e "s|@USER@|postgres|g" -e "s|@PGHOST@|$pghost|g" \
+		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
+		-e "s|@DB@|$db|g" -e "s|@USER@|$LN_GATEWAY_ROLE|g" -e "s|@PGHOST@|$pghost|g" \
 		-e "s|@PGPORT@|$pgport|g" -e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
 		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
 		as_postgres tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
-		say "reloading gateway on 127.0.0.1:$port"
+		say "reloading gateway on $scheme://127.0.0.1:$port"
 		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
 		return 0
 	fi
 	port_in_use "$port" && die "port $port on 127.0.0.1 is already in use; set another"
-	say "starting gateway on 127.0.0.1:$port (log $prefix/error.log)"
+	say "starting gateway on $scheme://127.0.0.1:$port (log $prefix/error.log)"
 	as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
 		die "gateway failed to start; see $prefix/error.log"
 	for ((i = 0; i < 50; i++)); do

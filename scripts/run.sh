@@ -9,10 +9,13 @@
 #   LN_PORT  TCP port on 127.0.0.1  (default: 5433; 5432 is Debian's own cluster)
 #   LN_DB    database name          (default: lance)
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
+#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
+#                    key (PEM files): the gateway serves HTTPS with them
 #
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
 # socket), tables/ (lance_namespace.root and local_roots: where table data
-# and manifests go), gateway/ (nginx configuration, pid and log).
+# and manifests go), gateway/ (nginx configuration, pid and logs), api_key
+# (an administrator's API key for the gateway, mode 0600).
 # Safe to run again: every step checks before it acts.
 set -euo pipefail
 
@@ -109,23 +112,56 @@ ensure_database() {
 	ln_psql -d "$LN_DB" -v db="$LN_DB" -v root="$TABLES_DIR" <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS lance_namespace;
+-- a catalog made by an earlier version takes this build's version
+ALTER EXTENSION lance_namespace UPDATE;
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
 ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
 SQL
 }
 
+# The gateway connects as role lance_gateway and runs each request as the
+# role of its API key.  Keep one administrator key (role lance_admin) in
+# LN_DATA/api_key, readable by the caller alone: the one there if it still
+# works, else a new one.
+ensure_api_key() {
+	local file="$LN_DATA/api_key" key="" tmp
+	ensure_gateway_role -h "$SOCKET_DIR" -p "$LN_PORT" -U postgres -d "$LN_DB"
+	[[ -f "$file" ]] && key="$(tr -d '[:space:]' <"$file")"
+	if [[ -n "$key" ]] && api_key_works "$key" -h "$SOCKET_DIR" -p "$LN_PORT" -U postgres -d "$LN_DB"; then
+		say "API key in $file works"
+		chmod 600 "$file"
+		return 0
+	fi
+	if is_api_key "$key"; then
+		# a key that no longer works stays unusable: revoke what is left of it
+		ln_psql -d "$LN_DB" -tA -v id="${key:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+	fi
+	say "creating an administrator API key (role lance_admin) in $file"
+	key="$(create_api_key lance_admin -h "$SOCKET_DIR" -p "$LN_PORT" -U postgres -d "$LN_DB")"
+	is_api_key "$key" || die "lance_create_api_key answered no key"
+	tmp="$(umask 077 && mktemp "$LN_DATA/.api_key.XXXXXX")"
+	printf '%s\n' "$key" >"$tmp"
+	chmod 600 "$tmp"
+	mv -f "$tmp" "$file"
+}
+
 print_usage() {
+	local url
+	url="$(gateway_scheme)://127.0.0.1:$LN_GATEWAY_PORT"
 	cat <<EOF
 
 lance_namespace: catalog is running.
-  REST namespace:      http://127.0.0.1:$LN_GATEWAY_PORT
-                       e.g. lancedb.connectNamespace("rest", {uri: "http://127.0.0.1:$LN_GATEWAY_PORT"})
+  REST namespace:      $url
+  API key:             $LN_DATA/api_key  (an administrator's; send it as header x-api-key)
+                       e.g. curl -H "x-api-key: \$(cat $LN_DATA/api_key)" $url/v1/namespace/%24/list
+                       lancedb.connectNamespace("rest", {uri: "$url", headers: {"x-api-key": key}})
+                       more keys: SELECT lance_create_api_key('<role>') (see README, "Access control")
   database:  $LN_DB    (lance_namespace.root = local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
   connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U postgres $LN_DB
   connection URI:      postgresql://postgres@127.0.0.1:$LN_PORT/$LN_DB
   server log:          $PGDATA_DIR/server.log
-  gateway log:         $LN_DATA/gateway/error.log
+  gateway logs:        $LN_DATA/gateway/access.log, $LN_DATA/gateway/error.log
   stop:                $ROOT/scripts/stop.sh$([[ "$LN_DATA" != "$ROOT/.data" ]] && printf '   (with LN_DATA=%s)' "$LN_DATA")
 EOF
 }
@@ -137,6 +173,7 @@ main() {
 	ensure_preload
 	ensure_running
 	ensure_database
+	ensure_api_key
 	start_gateway "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DB" "$SOCKET_DIR" "$LN_PORT"
 	print_usage
 }
