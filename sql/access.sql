@@ -248,18 +248,23 @@ RESET ROLE;
 -- a folder (any folder a writer names) is dropped from the catalog, and its
 -- folder stays; lance_process_drops() has nothing to do for it.
 --
-\! rm -rf /tmp/lance_namespace_access && mkdir -p /tmp/lance_namespace_access/root/someone_elses && echo data > /tmp/lance_namespace_access/root/someone_elses/file && chmod -R 777 /tmp/lance_namespace_access
+\! rm -rf /tmp/lance_namespace_access && mkdir -p /tmp/lance_namespace_access/root/team/someone_elses && echo data > /tmp/lance_namespace_access/root/team/someone_elses/file && chmod -R 777 /tmp/lance_namespace_access
 SET lance_namespace.local_roots = '/tmp/lance_namespace_access/root';
 SET lance_namespace.root = '/tmp/lance_namespace_access/root';
 SET ROLE regress_ln_writer;
-SELECT lance_register_table('{"id": ["acl", "grab"], "location": "/tmp/lance_namespace_access/root/someone_elses"}') ->> 'location' AS registered;
+SELECT lance_register_table('{"id": ["acl", "grab"], "location": "/tmp/lance_namespace_access/root/team/someone_elses"}') ->> 'location' AS registered;
 SELECT lance_declare_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS derived;
+-- no table of a writer in or around another table's folder, where its
+-- manifests, tags and branches would reach into that table's
+SELECT lance_register_table('{"id": ["acl", "around"], "location": "/tmp/lance_namespace_access/root/team"}');
+SELECT lance_register_table('{"id": ["acl", "inside"], "location": "/tmp/lance_namespace_access/root/team/someone_elses/sub"}');
+SELECT lance_declare_table('{"id": ["acl", "inside"], "location": "file:///tmp/lance_namespace_access/root/acl/../team/someone_elses/x"}');
 SELECT lance_drop_table('{"id": ["acl", "grab"]}') ->> 'location' AS dropped;
 SELECT lance_drop_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS dropped;
 RESET ROLE;
 SELECT objects, status FROM lance_catalog.change WHERE operation = 'DropTable' AND objects[1] IN ('acl$grab', 'acl$derived') ORDER BY seq;
 SELECT lance_process_drops() >= 1 AS processed;
-\! cat /tmp/lance_namespace_access/root/someone_elses/file
+\! cat /tmp/lance_namespace_access/root/team/someone_elses/file
 RESET lance_namespace.local_roots;
 RESET lance_namespace.root;
 

@@ -325,9 +325,10 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "    AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
 		 "         OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
 		 "             AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')"
-		 "         OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2)))",
-		 2,
-		 {TEXTOID, TEXTARRAYOID}},
+		 "         OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2))"
+		 "    AND id <> $3)",
+		 3,
+		 {TEXTOID, TEXTARRAYOID, INT8OID}},
 	/* another table on exactly this folder */
 	[STMT_LOCATION_TAKEN] = {"SELECT EXISTS (SELECT FROM lance_catalog.object"
 							 "  WHERE kind = 'table' AND id <> $2"
@@ -1181,13 +1182,13 @@ catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations)
 }
 
 /*
- * True if a table in the catalog uses the local folder `path` (a canonical
- * local path): at it, inside it, or in a folder around it.
+ * True if a table in the catalog other than except_id uses the local folder
+ * `path` (a canonical local path): at it, inside it, or in a folder around it.
  */
 bool
-catalog_location_in_use(const char *path)
+catalog_location_in_use(const char *path, int64 except_id)
 {
-	Datum values[2];
+	Datum values[3];
 	char **ancestors = palloc(sizeof(char *) * (strlen(path) + 1));
 	int n = 0;
 	bool isnull;
@@ -1197,6 +1198,7 @@ catalog_location_in_use(const char *path)
 			ancestors[n++] = pnstrdup(path, c - path);
 	values[0] = CStringGetTextDatum(path);
 	values[1] = text_array_datum(ancestors, n);
+	values[2] = Int64GetDatum(except_id);
 	execute(STMT_LOCATION_IN_USE, values, NULL, 1);
 	return DatumGetBool(result_datum(0, 1, &isnull));
 }

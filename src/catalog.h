@@ -84,7 +84,7 @@ extern bool catalog_get_change(const char *transaction_id, bool for_update, char
 extern void catalog_set_change(const char *transaction_id, const char *status,
 							   const LnMap *properties);
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
-extern bool catalog_location_in_use(const char *path);
+extern bool catalog_location_in_use(const char *path, int64 except_id);
 extern bool catalog_location_taken(const char *path, int64 except_id);
 extern bool catalog_lock_table_refs(int64 table_id);
 extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,

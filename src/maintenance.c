@@ -72,7 +72,7 @@ maintenance_process_drops(bool wait)
 			continue;
 		if (path == NULL)
 			reason = pstrdup("the drop names no local folder");
-		else if (catalog_location_in_use(path))
+		else if (catalog_location_in_use(path, CATALOG_ROOT_ID))
 			reason = psprintf("a table in the catalog uses the folder \"%s\"", path);
 		else
 			reason = storage_remove_table_data(locations[i]);

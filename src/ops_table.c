@@ -147,6 +147,18 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	if (catalog_location_taken(path, except_id))
 		ln_error(LN_INVALID_INPUT, "location \"%s\" of table \"%s\" is another table's folder",
 				 location, ln_id_string(&req->id, req->id.len));
+	/*
+	 * The catalog writes manifests, tags and branches below a managed table's
+	 * folder, and removes branches' folders there: a table in or around
+	 * another's folder could reach into it.  Only an administrator nests
+	 * tables so.
+	 */
+	if (!access_is_admin(access_caller()) && catalog_location_in_use(path, except_id))
+		ln_error_detail(
+			LN_INVALID_INPUT,
+			"Choose a folder apart from every other table's, or ask an administrator.",
+			"location \"%s\" of table \"%s\" is inside or around another table's folder", location,
+			ln_id_string(&req->id, req->id.len));
 }
 
 /* The location a declared table gets when the request gives none. */
