@@ -33,6 +33,8 @@ const COUNT = Number(env.FUZZ_COUNT || 10000);
 const FIXED_SEED = Number(env.FUZZ_FIXED_SEED || 20240601) >>> 0;
 const SEED = (env.FUZZ_SEED ? Number(env.FUZZ_SEED) : crypto.randomInt(1, 2 ** 32 - 1)) >>> 0;
 const REPORT = env.FUZZ_REPORT || "";
+// an API key of the connecting role (run.sh makes one), sent with some REST requests
+const API_KEY = env.FUZZ_API_KEY || undefined;
 const TIMEOUT_MS = Number(env.FUZZ_STATEMENT_TIMEOUT_MS || 3000);
 if (!ROOT || !OUTSIDE) {
   console.error("fuzz: FUZZ_ROOT and FUZZ_OUTSIDE must be set (run test/fuzz/run.sh)");
@@ -168,7 +170,7 @@ async function digest() {
 function digestDiff(a, b) {
   const out = [];
   const [ca, cb] = [a.catalog.split(" "), b.catalog.split(" ")];
-  ["object", "version", "change"].forEach((t, i) => {
+  ["object", "version", "change", "grant", "api_key"].forEach((t, i) => {
     if (ca[i] !== cb[i]) out.push(`lance_catalog.${t} changed (rows:hash ${ca[i]} -> ${cb[i]})`);
   });
   const sa = new Set(a.files);
@@ -198,6 +200,8 @@ async function execute(q) {
       const { rows } = await client.query(`SELECT textsend(coalesce(json_agg(f), '[]')::text) AS answer, txid_current_if_assigned()::text AS xid FROM ${q.fn}() f`);
       return rows[0];
     }
+    case "keyfn":
+      return (await client.query("SELECT * FROM fuzz.keyfn($1, $2)", [q.fn, buf(q.a)])).rows[0];
     case "internal":
       return (await client.query("SELECT * FROM fuzz.internal($1, $2, $3)", [q.fn, buf(q.a), buf(q.b)])).rows[0];
   }
@@ -218,6 +222,8 @@ function repro(q) {
     }
     case "noarg":
       return `SELECT * FROM ${q.fn}();`;
+    case "keyfn":
+      return `SELECT ${q.fn}(${lit(q.a)});`;
     case "internal":
       return q.fn === "local_path" ? `SELECT lance_catalog.local_path(${lit(q.a)});` : `SELECT lance_catalog.change_in_flight(${q.a ?? "NULL"}, ${q.b ?? "NULL"});`;
   }
@@ -299,6 +305,9 @@ function judgeAnswer(q, row) {
   const a = decodeJson(row.answer, "response");
   if (a.problem) return { outcome: "FAIL", rejected: false, fail: ["response: " + a.problem.split(":")[0], a.problem] };
   if (q.kind === "sql" && (typeof a.value !== "object" || a.value === null || Array.isArray(a.value))) return { outcome: "FAIL", rejected: false, fail: ["response is not a JSON object", a.text] };
+  // a key function answers whether it made a well-formed key, or revoked one
+  if (q.kind === "keyfn" && (typeof a.value !== "boolean" || (q.fn === "lance_create_api_key" && a.value !== true)))
+    return { outcome: "FAIL", rejected: false, fail: [`${q.fn} answered ${a.text}`, a.text] };
   return { outcome: "response", rejected: false, response: a.value };
 }
 
@@ -397,7 +406,7 @@ let sent = 0;
 
 function fail(category, q, message, extra = "", where = "") {
   failureCount++;
-  const what = q.kind === "rest" ? `lance_rest ${q.route}` : q.kind === "sql" ? q.fn : q.kind;
+  const what = q.kind === "rest" ? `lance_rest ${q.route}` : q.kind === "sql" || q.kind === "keyfn" ? q.fn : q.kind;
   const sig = `${category} | ${what} | ${message.replace(/"[^"]*"/g, '"…"').replace(/\d+/g, "N").slice(0, 160)}`;
   const f = failures.get(sig);
   if (f) f.n++;
@@ -419,7 +428,7 @@ function slowShape(q) {
 }
 
 async function runPhase(name, seed, n, functions, noargFunctions) {
-  const gen = new Gen(new Rng(seed), { root: ROOT, outside: OUTSIDE, functions, noargFunctions });
+  const gen = new Gen(new Rng(seed), { root: ROOT, outside: OUTSIDE, functions, noargFunctions, apiKey: API_KEY });
   await refreshPools(gen);
   let before = await digest();
   for (let i = 0; i < n; i++) {
@@ -478,11 +487,13 @@ async function runPhase(name, seed, n, functions, noargFunctions) {
     if (env.FUZZ_DEBUG && verdict.code !== undefined) bump(debugMsgs, `${verdict.code} ${(verdict.msg ?? "").replace(/"[^"]*"/g, "S").replace(/\d+/g, "N").slice(0, 90)}`);
 
     // a NUL, lone surrogate or invalid UTF-8 in a name, location, tag or
-    // property must answer code 13 (unsupported operations and route-level
-    // 404/405 answer before reading the request)
+    // property must answer code 13 (unsupported operations, route-level
+    // 404/405 and a request without a valid API key, 401 code 16, answer
+    // before reading the request)
     if (q.badField && verdict.outcome !== "refused by PostgreSQL input" && !q.dataRoute) {
       const op = q.kind === "rest" ? q.op : q.fn.replace(/^lance_/, "");
-      if (!UNSUPPORTED_OPS.test(op ?? "") && !verdict.routeLevel && verdict.code !== 13 && !verdict.fail) {
+      const unauthenticated = q.kind === "rest" && verdict.code === 16;
+      if (!UNSUPPORTED_OPS.test(op ?? "") && !verdict.routeLevel && !unauthenticated && verdict.code !== 13 && !verdict.fail) {
         const cat = verdict.rejected ? `invalid string in ${q.badField} answered code ${verdict.code}, not 13` : `invalid string in ${q.badField} accepted (should be code 13)`;
         bump(counts, "FAIL: invalid string not refused with 13");
         fail(cat, q, verdict.rejected ? `code ${verdict.code}` : short(JSON.stringify(verdict.response ?? null), 300), "", where);
@@ -559,11 +570,11 @@ async function main() {
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
      WHERE p.proname LIKE 'lance\\_%' AND pg_function_is_visible(p.oid) ORDER BY 1`);
   const jsonFns = fns.filter((f) => f.args === "request jsonb").map((f) => f.proname);
-  const known = new Set(["lance_rest", "lance_changes"]);
+  const known = new Set(["lance_rest", "lance_changes", "lance_create_api_key", "lance_revoke_api_key"]);
   const noarg = fns.filter((f) => !known.has(f.proname) && f.pronargs === 0).map((f) => f.proname);
   const uncovered = fns.filter((f) => f.args !== "request jsonb" && !known.has(f.proname) && !noarg.includes(f.proname));
   const logStart = LOG ? logSize() : null;
-  console.log(`fuzz: ${fns.length} lance_* functions (${jsonFns.length} taking a request; ${["lance_rest", "lance_changes", ...noarg].join(", ")}), database ${DB}, root ${ROOT}`);
+  console.log(`fuzz: ${fns.length} lance_* functions (${jsonFns.length} taking a request; ${[...known, ...noarg].join(", ")}), database ${DB}, root ${ROOT}`);
   console.log(`fuzz: server log ${LOG && logStart !== null ? LOG : "not found: the crash check relies on lost connections only"}`);
   await seed();
   const fixedN = Math.ceil(COUNT / 2);

@@ -93,6 +93,9 @@ export class Gen {
     this.outside = env.outside;
     this.functions = env.functions; // the lance_* functions found in the database
     this.noargFunctions = env.noargFunctions; // lance_process_drops() and the like
+    // a valid API key (of the fuzz's superuser): requests sent with it act as
+    // that role; other keys and tokens answer 401
+    this.apiKey = env.apiKey ?? `lnk_${"0".repeat(12)}_${"0".repeat(64)}`;
     this.ns = [[]];
     this.tables = [];
     this.txids = [];
@@ -388,7 +391,7 @@ export class Gen {
 
   // ---- whole requests ----
   // A request is {kind, ...}: kind sql (fn, body), rest (method, path,
-  // query, body, headers), changes, drops, internal.  `stage` lists staging
+  // query, body, headers), changes, noarg, keyfn (fn, a), internal.  `stage` lists staging
   // manifests the driver writes first; `badField` marks a bad string.
   next() {
     this.stage = [];
@@ -398,7 +401,8 @@ export class Gen {
     if (p < 0.47) q = this.sqlRequest();
     else if (p < 0.97) q = this.restRequest();
     else if (p < 0.985) q = this.changesRequest();
-    else if (p < 0.99) q = { kind: "noarg", fn: r.pick(this.noargFunctions) };
+    else if (p < 0.988) q = { kind: "noarg", fn: r.pick(this.noargFunctions) };
+    else if (p < 0.99) q = this.keyRequest();
     else q = this.internalRequest();
     q.stage = this.stage;
     return q;
@@ -426,6 +430,16 @@ export class Gen {
       }
     }
     return { text: ser(o), badField: muts ? null : badField, obj: muts ? null : obj };
+  }
+
+  // lance_create_api_key(role) and lance_revoke_api_key(id or key): never the
+  // id of the key the requests send (12 random hex digits do not meet it)
+  keyRequest() {
+    const r = this.r;
+    if (r.chance(0.5))
+      return { kind: "keyfn", fn: "lance_create_api_key", a: r.pick(["postgres", "lance_admin", "pg_monitor", "nobody", "", "PUBLIC", "x".repeat(100), this.str()]) };
+    const hex = (n) => Array.from({ length: n }, () => "0123456789abcdef"[r.int(16)]).join("");
+    return { kind: "keyfn", fn: "lance_revoke_api_key", a: r.pick([`lnk_${hex(12)}`, `lnk_${hex(12)}_${hex(64)}`, "lnk_", "lnk_XYZ", "LNK_" + hex(12), "", this.str()]) };
   }
 
   sqlRequest() {
@@ -555,7 +569,7 @@ export class Gen {
       const h = {};
       for (let i = r.int(4); i > 0; i--) {
         const k = r.pick(["x-api-key", "authorization", "Authorization", "x-request-id", "x-lance-" + r.int(3), "content-type", "", "h".repeat(300), this.str()]);
-        h[k] = r.chance(0.7) ? r.pick(["Bearer tok", "Bearer ", "bearer x", "Basic x", "v", "", this.str()]) : this.any(1);
+        h[k] = r.chance(0.7) ? r.pick(["Bearer tok", "Bearer ", "bearer x", "Basic x", "v", "", this.str(), this.apiKey, `Bearer ${this.apiKey}`, `bearer  ${this.apiKey}`]) : this.any(1);
       }
       headers = ser(h);
       if (r.chance(0.1)) headers = ser(r.pick([[], "x", 1, null, { a: this.deep(r.pick([31, 32, 33, 40])) }, this.deep(40)]));

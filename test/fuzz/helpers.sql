@@ -90,6 +90,27 @@ BEGIN
 END
 $$;
 
+-- lance_create_api_key(role name) and lance_revoke_api_key(text): the answer
+-- says whether a well-formed key was made (never the key), or one revoked.
+CREATE FUNCTION fuzz.keyfn(fn text, a bytea, OUT answer bytea, OUT xid text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    ta text;
+BEGIN
+    BEGIN
+        ta := convert_from(a, 'UTF8');
+    EXCEPTION WHEN others THEN
+        PERFORM fuzz.refuse('argument', SQLERRM);
+    END;
+    IF fn = 'lance_create_api_key' THEN
+        answer := textsend(to_json(lance_create_api_key(ta::name) ~ '^lnk_[0-9a-f]{12}_[0-9a-f]{64}$')::text);
+    ELSE
+        answer := textsend(to_json(lance_revoke_api_key(ta))::text);
+    END IF;
+    xid := txid_current_if_assigned()::text;
+END
+$$;
+
 -- The two C functions in lance_catalog that SQL can call.
 CREATE FUNCTION fuzz.internal(fn text, a bytea, b bytea, OUT answer bytea, OUT xid text)
 LANGUAGE plpgsql AS $$
@@ -124,7 +145,9 @@ CREATE FUNCTION fuzz.catalog_digest() RETURNS text LANGUAGE sql STABLE AS $$
     SELECT concat_ws(' ',
         (SELECT count(*) || ':' || coalesce(sum(hashtextextended(o::text, 0)), 0) FROM lance_catalog.object o),
         (SELECT count(*) || ':' || coalesce(sum(hashtextextended(v::text, 0)), 0) FROM lance_catalog.version v),
-        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(c::text, 0)), 0) FROM lance_catalog.change c))
+        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(c::text, 0)), 0) FROM lance_catalog.change c),
+        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(g::text, 0)), 0) FROM lance_catalog.grant g),
+        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(k::text, 0)), 0) FROM lance_catalog.api_key k))
 $$;
 
 -- The values one transaction wrote, as bytes (json: a jsonb column): checked

@@ -6,8 +6,10 @@
 # installed there).  It makes its own database (FUZZ_DB, default lance_fuzz)
 # and a temporary folder for lance_namespace.root and local_roots, owned by
 # the postgres OS user when run as root, and removes both afterwards
-# (FUZZ_KEEP=1 keeps them).  FUZZ_SERVER_LOG names the server log (default:
-# server.log in the data directory, as scripts/common.sh starts servers).
+# (FUZZ_KEEP=1 keeps them).  REST requests act as that superuser: without an
+# API key through lance_namespace.anonymous_role, or with a key made for it.
+# FUZZ_SERVER_LOG names the server log (default: server.log in the data
+# directory, as scripts/common.sh starts servers).
 # FUZZ_REPORT names a file for the full reproduction of every distinct
 # failure.  Exit status 0 when every check passed.
 set -euo pipefail
@@ -54,8 +56,14 @@ trap cleanup EXIT
 CREATE EXTENSION lance_namespace;
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
 ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
+-- REST requests without an API key act as the fuzz's own role; the driver
+-- sends some with a key of that role and some with keys that are not valid
+SELECT current_user AS me \gset
+ALTER DATABASE :"db" SET lance_namespace.anonymous_role = :'me';
 SQL
 "${PSQL[@]}" -d "$DB" -f "$HERE/helpers.sql" >/dev/null
+FUZZ_API_KEY="$("${PSQL[@]}" -d "$DB" -At -c "SELECT lance_create_api_key(current_user)")"
+export FUZZ_API_KEY
 
 LOG="${FUZZ_SERVER_LOG:-}"
 if [[ -z "$LOG" ]]; then
