@@ -67,7 +67,9 @@ else
 	fail "the answer names no path (got: $answer)"
 fi
 
-rest="$(sql -c "SELECT status || ' ' || response_body FROM lance_rest('POST', '/v1/table/t/version/create', NULL, '{\"version\": 1, \"manifest_path\": \"${staging#/}\"}', NULL)")"
+# through REST with an API key, as a gateway calls it
+key="$(sql -c "SELECT lance_create_api_key(current_user)")"
+rest="$(sql -c "SELECT status || ' ' || response_body FROM lance_rest('POST', '/v1/table/t/version/create', NULL, '{\"version\": 1, \"manifest_path\": \"${staging#/}\"}', '{\"x-api-key\": \"$key\"}')")"
 rest_id="$(printf '%s\n' "$rest" | sed -n 's/^500 {"code":18,"error":"internal error \([0-9a-f]\{8\}\); the server log has the details"}$/\1/p')"
 if [[ -n "$rest_id" ]]; then
 	pass "through REST: 500, code 18, an error id and nothing else"

@@ -50,6 +50,7 @@ const cfg = {
   workdir: need("LOAD_WORK"),
   pgUid: Number(need("LOAD_PG_UID")),
   pgGid: Number(need("LOAD_PG_GID")),
+  apiKey: need("LOAD_API_KEY"),
   seconds: Number(env.LOAD_SECONDS || 60),
   writers: Math.max(1, Number(env.LOAD_WRITERS || 4)),
   reconnectEvery: Math.max(1, Number(env.LOAD_RECONNECT || 400)),
@@ -217,7 +218,7 @@ async function call(conn, via, op, req) {
   const [method, p, query, body] = restRequest(op, req);
   const rows = await conn.query(
     `SELECT status, response_body FROM lance_rest(${lit(method)}, ${lit(p)}, ${query === null ? "NULL" : lit(query)}, ` +
-      `${body === null ? "NULL" : lit(body)}, '{"x-load-test": "1"}')`,
+      `${body === null ? "NULL" : lit(body)}, ${lit(JSON.stringify({ "x-load-test": "1", "x-api-key": cfg.apiKey }))})`,
   );
   if (rows.length !== 1) throw new Error(`${rows.length} rows answered`);
   const status = Number(rows[0][0]);

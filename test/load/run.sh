@@ -92,6 +92,11 @@ ALTER DATABASE :"db" SET lance_namespace.root = :'root';
 ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
 SQL
 
+# REST requests carry an API key of the connecting role, as a gateway's do:
+# each one is authenticated under load too.
+LOAD_API_KEY="$(psql_ -d "$DB" -At -c "SELECT lance_create_api_key(current_user)")"
+export LOAD_API_KEY
+
 rc=0
 LOAD_PORT="$PORT" LOAD_SOCKDIR="$SOCK" LOAD_DB="$DB" LOAD_ROOT="$TABLES" LOAD_WORK="$WORK" \
 	LOAD_PG_UID="$(id -u postgres)" LOAD_PG_GID="$(id -g postgres)" \

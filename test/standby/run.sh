@@ -101,7 +101,13 @@ P <<SQL
 CREATE EXTENSION lance_namespace;
 ALTER DATABASE lance SET lance_namespace.local_roots = $(q "$ROOTS");
 ALTER DATABASE lance SET lance_namespace.root = $(q "$ROOTS/auto");
+-- lance_rest without an API key acts as this superuser (the checks compare
+-- answers, not rights); KEY and GONE test keys on the standby
+ALTER DATABASE lance SET lance_namespace.anonymous_role = postgres;
 SQL
+KEY="$(P -c "SELECT lance_create_api_key('lance_admin')")"
+GONE="$(P -c "SELECT lance_create_api_key('lance_admin')")"
+P -c "SELECT lance_revoke_api_key('${GONE:0:16}')" >/dev/null
 
 # Manifest names (V2: 20-digit 2^64-1-version) for versions 1..5.
 V2=(x 18446744073709551614 18446744073709551613 18446744073709551612 18446744073709551611 18446744073709551610)
@@ -144,6 +150,8 @@ SELECT lance_batch_commit_tables('{"operations": [
 SELECT lance_register_table('{"id": ["sb", "old"], "location": "s3://bucket/sb/old.lance"}');
 SELECT lance_rename_table('{"id": ["sb", "old"], "new_table_name": "renamed", "new_namespace_id": ["sb", "inner"]}');
 SELECT lance_declare_table(jsonb_build_object('id', '["sb", "gone"]'::jsonb, 'location', $(q "$ROOTS/sb/gone.lance")));
+-- as if the catalog had chosen its folder: only such a drop queues removing it
+UPDATE lance_catalog.object SET location_derived = true WHERE location = $(q "$ROOTS/sb/gone.lance");
 SELECT lance_drop_table('{"id": ["sb", "gone"]}');
 SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
        (SELECT transaction_id::text FROM lance_catalog.change ORDER BY seq LIMIT 1)),
@@ -281,11 +289,11 @@ run_reads() {
 	RQ_LABEL=() RQ_EXPECT=() RQ_SQL=()
 }
 
-# check_rest_read <label> <status> <method> <path> [query] [body]
+# check_rest_read <label> <status> <method> <path> [query] [body] [headers]
 check_rest_read() {
-	local label="$1" status="$2" method="$3" path="$4" query="${5:-NULL}" body="${6:-NULL}"
+	local label="$1" status="$2" method="$3" path="$4" query="${5:-NULL}" body="${6:-NULL}" headers="${7:-NULL}"
 	check_read "REST $label" "$status" \
-		"SELECT status, response_headers, response_body FROM lance_rest($(q "$method"), $(q "$path"), $(q "$query"), $(q "$body"), NULL)"
+		"SELECT status, response_headers, response_body FROM lance_rest($(q "$method"), $(q "$path"), $(q "$query"), $(q "$body"), $(q "$headers"))"
 }
 
 # check_write_sql <label> <sql> [nocontrol]: one connection each, as a
@@ -401,6 +409,9 @@ R=(check_rest_read)
 "${R[@]}" "GetTableTagVersion" 200 POST /v1/table/sb%24inner%24m/tags/version NULL '{"tag": "v1"}'
 "${R[@]}" "ListTableBranches" 200 POST /v1/table/sb%24inner%24m/branches/list
 "${R[@]}" "DescribeTransaction" 200 POST "/v1/transaction/$TX1/describe"
+"${R[@]}" "DescribeNamespace with an API key" 200 POST /v1/namespace/sb/describe NULL NULL "{\"x-api-key\": \"$KEY\"}"
+"${R[@]}" "DescribeTable with an API key as Bearer token" 200 POST /v1/table/sb%24reg/describe NULL NULL "{\"authorization\": \"Bearer $KEY\"}"
+"${R[@]}" "DescribeNamespace with a revoked API key" 401 POST /v1/namespace/sb/describe NULL NULL "{\"x-api-key\": \"$GONE\"}"
 
 run_reads
 
