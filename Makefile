@@ -55,6 +55,8 @@ PG_CONFIG ?= pg_config
 # do not, so they are included as system headers, which silences them alone.
 PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir-server)
 PG_CFLAGS += -Wall -Wextra
+# the catalog checks that its schema is the one this library was built for
+PG_CPPFLAGS += -DLN_EXTENSION_VERSION='"$(EXTVERSION)"'
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -505,6 +505,34 @@ catalog_end(void)
 	SetUserIdAndSecContext(caller_user, caller_security);
 }
 
+/*
+ * The library reads and writes the catalog's tables as the install script
+ * of its own version makes them.  A catalog made by an older script must be
+ * updated first: say so, rather than fail on a missing column.  Checked
+ * once per backend, before the first statement is prepared.
+ */
+static void
+check_schema_version(void)
+{
+	static bool checked = false;
+	char *version;
+
+	if (checked)
+		return;
+	if (SPI_execute("SELECT e.extversion FROM pg_catalog.pg_extension e"
+					" WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace'",
+					true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "extension lance_namespace is not installed in this database");
+	version = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (strcmp(version, LN_EXTENSION_VERSION) != 0)
+		ln_error_detail(LN_SERVICE_UNAVAILABLE,
+						"An administrator runs ALTER EXTENSION lance_namespace UPDATE.",
+						"the catalog is at version %s, the installed library needs %s", version,
+						LN_EXTENSION_VERSION);
+	checked = true;
+}
+
 /* Run a catalog statement, preparing and keeping its plan on first use. */
 static int
 execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
@@ -515,12 +543,15 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 	if (plans[stmt] == NULL)
 	{
 		const StatementDef *def = &statement_defs[stmt];
+		SPIPlanPtr plan;
+
+		check_schema_version();
 		/*
 		 * A generic plan, always: every statement looks rows up by key, so a
 		 * plan made for one set of values serves all, and planning anew per
 		 * call (a custom plan) would cost more than the statement itself.
 		 */
-		SPIPlanPtr plan =
+		plan =
 			SPI_prepare_cursor(def->sql, def->nargs, (Oid *)def->argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
