@@ -153,11 +153,23 @@ SELECT lance_batch_create_table_versions('{"entries": [
 SELECT lance_describe_table_version('{"id": ["acl", "t"], "version": 7}');
 SELECT lance_grant('{"id": ["acl"], "role": "regress_ln_none", "privilege": "read"}');
 SELECT lance_grant('{"id": ["acl", "mine"], "role": "regress_ln_none", "privilege": "read"}') ->> 'changed' AS granted_on_mine;
+-- replacing what it may not manage, however the mode is spelled
+SELECT lance_register_table('{"id": ["acl", "t"], "location": "s3://evil/t", "mode": "Overwrite"}');
+SELECT lance_register_table('{"id": ["acl", "t"], "location": "s3://evil/t", "mode": "over_write"}');
+SELECT lance_create_namespace('{"id": ["acl", "sub"], "mode": "OVERWRITE_", "properties": {"location": "/evil"}}');
+SELECT lance_describe_table('{"id": ["acl", "t"]}') ->> 'location' AS still;
 SELECT lance_drop_table('{"id": ["acl", "mine"]}') ->> 'location' AS dropped_mine;
 RESET ROLE;
 -- grants on what is gone went with it
 SELECT count(*) AS grants_left FROM lance_catalog.grant g
   JOIN lance_catalog.object o ON o.id = g.object_id WHERE o.name = 'mine';
+
+-- A rename makes a name in a namespace: write on it, even the table's own.
+SELECT lance_grant('{"id": ["acl", "t"], "role": "regress_ln_reader", "privilege": "manage"}') ->> 'changed' AS granted;
+SET ROLE regress_ln_reader;
+SELECT lance_rename_table('{"id": ["acl", "t"], "new_table_name": "t2"}');
+RESET ROLE;
+SELECT lance_revoke('{"id": ["acl", "t"], "role": "regress_ln_reader", "privilege": "manage"}') ->> 'changed' AS revoked;
 
 -- Bad grant requests: LN013.
 SELECT lance_grant('{"id": ["acl"], "role": "regress_ln_none", "privilege": "own"}');
@@ -180,6 +192,10 @@ SELECT lance_create_table_version('{"id": ["acl_other", "o"], "version": 1, "man
 SET ROLE regress_ln_writer;
 SELECT lance_create_table_version('{"id": ["acl", "t"], "version": 3, "manifest_path": "m/3"}') ? 'transaction_id' AS writer_change;
 RESET ROLE;
+-- one entry on acl$t and acl_other$o: the reader may not see acl_other's name
+SELECT lance_batch_create_table_versions('{"entries": [
+    {"id": ["acl", "t"], "version": 4, "manifest_path": "m/4"},
+    {"id": ["acl_other", "o"], "version": 2, "manifest_path": "o/2"}]}') ? 'transaction_id' AS mixed_change;
 SET ROLE regress_ln_reader;
 SELECT operation, objects, versions, role = current_user AS by_me,
        role::text IN ('regress_ln_writer', 'regress_ln_reader') AS by_role
@@ -189,6 +205,15 @@ SET ROLE regress_ln_none;
 SELECT count(*) AS entries_seen FROM lance_changes(:feed_start, 100);
 RESET ROLE;
 SELECT operation, objects, role::text = current_user AS by_superuser FROM lance_changes(:feed_start, 100) ORDER BY seq;
+-- a non-administrator cannot queue a folder for removal through its own entries
+SET ROLE regress_ln_writer;
+SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
+    (SELECT transaction_id::text FROM lance_changes(:feed_start, 100) WHERE role = current_user)),
+    'actions', '[{"setStatusAction": {"status": "Queued"}}]'::jsonb));
+SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
+    (SELECT transaction_id::text FROM lance_changes(:feed_start, 100) WHERE role = current_user)),
+    'actions', '[{"setStatusAction": {"status": "Failed"}}]'::jsonb)) ->> 'status' AS own_entry;
+RESET ROLE;
 
 --
 -- API keys: lance_rest acts as the key's role.  Without a key (and no
@@ -251,16 +276,26 @@ RESET ROLE;
 \! rm -rf /tmp/lance_namespace_access && mkdir -p /tmp/lance_namespace_access/root/team/someone_elses && echo data > /tmp/lance_namespace_access/root/team/someone_elses/file && chmod -R 777 /tmp/lance_namespace_access
 SET lance_namespace.local_roots = '/tmp/lance_namespace_access/root';
 SET lance_namespace.root = '/tmp/lance_namespace_access/root';
+-- a writer places no table at a folder of its choice there (the catalog
+-- chooses), nor lets the catalog's choice land in another table's folder
 SET ROLE regress_ln_writer;
-SELECT lance_register_table('{"id": ["acl", "grab"], "location": "/tmp/lance_namespace_access/root/team/someone_elses"}') ->> 'location' AS registered;
+SELECT lance_register_table('{"id": ["acl", "mine2"], "location": "/tmp/lance_namespace_access/root/team/free"}');
+SELECT lance_declare_table('{"id": ["acl", "mine2"], "location": "file:///tmp/lance_namespace_access/root/acl/../team/someone_elses/x"}');
 SELECT lance_declare_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS derived;
--- no table of a writer in or around another table's folder, where its
--- manifests, tags and branches would reach into that table's
-SELECT lance_register_table('{"id": ["acl", "around"], "location": "/tmp/lance_namespace_access/root/team"}');
-SELECT lance_register_table('{"id": ["acl", "inside"], "location": "/tmp/lance_namespace_access/root/team/someone_elses/sub"}');
-SELECT lance_declare_table('{"id": ["acl", "inside"], "location": "file:///tmp/lance_namespace_access/root/acl/../team/someone_elses/x"}');
-SELECT lance_drop_table('{"id": ["acl", "grab"]}') ->> 'location' AS dropped;
+RESET ROLE;
+-- an administrator may; a table registered at a folder is dropped from the
+-- catalog, and its folder stays
+SELECT lance_register_table('{"id": ["acl", "grab"], "location": "/tmp/lance_namespace_access/root/team/someone_elses"}') ->> 'location' AS registered;
+SELECT lance_register_table('{"id": ["acl", "nest"], "location": "/tmp/lance_namespace_access/root/acl/nest.lance"}') ->> 'location' AS registered;
+SET ROLE regress_ln_writer;
+-- a namespace named like that table's folder: the catalog's choice would be inside it
+SELECT lance_create_namespace('{"id": ["acl", "nest.lance"]}') - 'transaction_id' AS created;
+SELECT pg_temp.answer_as('regress_ln_writer', 'lance_declare_table', '{"id": ["acl", "nest.lance", "t"]}') AS declared;
+SELECT lance_create_namespace('{"id": ["acl", "nest_ns"], "properties": {"location": "/tmp/lance_namespace_access/root/team/someone_elses"}}') - 'transaction_id' AS created;
+SELECT pg_temp.answer_as('regress_ln_writer', 'lance_declare_table', '{"id": ["acl", "nest_ns", "t"]}') AS declared;
 SELECT lance_drop_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS dropped;
+RESET ROLE;
+SELECT lance_drop_table('{"id": ["acl", "grab"]}') ->> 'location' AS dropped;
 RESET ROLE;
 SELECT objects, status FROM lance_catalog.change WHERE operation = 'DropTable' AND objects[1] IN ('acl$grab', 'acl$derived') ORDER BY seq;
 SELECT lance_process_drops() >= 1 AS processed;

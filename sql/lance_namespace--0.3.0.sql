@@ -404,7 +404,6 @@ CREATE VIEW lance_catalog.visible_change WITH (security_barrier) AS
      WHERE lance_catalog.may_read_change(c.objects, c.role);
 
 GRANT USAGE ON SCHEMA lance_catalog TO PUBLIC;
-GRANT SELECT ON lance_catalog.visible_change TO PUBLIC;
 
 -- Grant and revoke a privilege: {"id": [...], "role": "name", "privilege":
 -- "read|write|manage"}; the root namespace is [].  Needs manage on the object.
@@ -423,26 +422,39 @@ CREATE FUNCTION lance_create_api_key(role name) RETURNS text
 -- Revoke a key by its id ("lnk_" and 12 hex digits), or by the key itself;
 -- true if there was one.
 CREATE FUNCTION lance_revoke_api_key(key_prefix_or_id text) RETURNS boolean
-    LANGUAGE sql VOLATILE STRICT SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-    WITH revoked AS (
-        DELETE FROM lance_catalog.api_key
-         WHERE id = pg_catalog.substring(key_prefix_or_id, '^(lnk_[0-9a-f]{12})')
-        RETURNING 1)
-    SELECT pg_catalog.count(*) > 0 FROM revoked;
-$$;
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT;
 -- The keys, never the keys themselves: id, role, who made it and when.
 CREATE FUNCTION lance_list_api_keys(
     OUT id text, OUT role regrole, OUT created_by regrole, OUT created_at timestamptz)
 RETURNS SETOF record
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT k.id, k.role, k.created_by, k.created_at FROM lance_catalog.api_key k ORDER BY k.created_at, k.id;
-$$;
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
 
 REVOKE EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text),
     lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text),
     lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() TO lance_admin;
+
+-- Callers reach the catalog through the functions only: nobody but the
+-- owner holds rights on its tables and sequences, whatever earlier grants
+-- (0.2.0 had callers granted them) or default privileges gave.  Only the
+-- change log's filtered view is for all.
+DO $$
+DECLARE
+    rel text;
+    grantee text;
+BEGIN
+    FOR rel, grantee IN
+        SELECT c.oid::pg_catalog.regclass::text,
+               CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_class c
+         CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+         WHERE c.relnamespace = 'lance_catalog'::pg_catalog.regnamespace
+           AND c.relkind IN ('r', 'S', 'v', 'p')
+           AND a.grantee <> c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', rel, grantee);
+    END LOOP;
+END
+$$;
+GRANT SELECT ON lance_catalog.visible_change TO PUBLIC;

@@ -120,6 +120,12 @@ access_may(int64 object_id, LnPrivilege privilege)
 	return caller_is_admin || catalog_has_privilege(object_id, caller, privilege);
 }
 
+bool
+access_caller_is_admin(void)
+{
+	return caller_is_admin;
+}
+
 /*
  * Walk from the root down the first `len` names of `id`.  Returns how many
  * names exist; *object is the last one found (the root if none).
@@ -177,6 +183,17 @@ raise_denied(const LnId *id, int len, bool is_namespace, LnPrivilege privilege)
 }
 
 /*
+ * An operation that found object `object_id` (the first `len` names of `id`,
+ * which the caller can read) needs `privilege` on it.
+ */
+void
+access_require(int64 object_id, const LnId *id, int len, bool is_namespace, LnPrivilege privilege)
+{
+	if (!access_may(object_id, privilege))
+		raise_denied(id, len, is_namespace, privilege);
+}
+
+/*
  * The object the first `len` names of `id` name needs `privilege`.  One the
  * caller cannot read answers not-found; one that does not exist is left to
  * the operation (which answers its own not-found, or succeeds, as a drop in
@@ -228,28 +245,17 @@ check_listing(const LnId *id)
 	list_reader = caller;
 }
 
-static bool
-is_overwrite(const char *mode)
-{
-	return mode != NULL && pg_strcasecmp(mode, "overwrite") == 0;
-}
-
-/* An operation that makes `id`: write on its namespace, manage on what it replaces. */
+/*
+ * An operation that makes `id` needs write on the namespace it goes in; one
+ * that replaces an existing object (mode Overwrite) also manage on that,
+ * which the operation checks once it has found it (access_require).
+ */
 static void
-check_make(const LnId *id, bool is_namespace, const char *mode, bool in_batch)
+check_make(const LnId *id, bool in_batch)
 {
 	if (id->len < 1)
 		return; /* the operation refuses it */
 	check_object(id, id->len - 1, true, LN_PRIV_WRITE, in_batch);
-	if (is_overwrite(mode))
-	{
-		int64 object;
-		bool is_table;
-
-		if (resolve(id, id->len, &object, &is_table) == id->len &&
-			!access_may(object, LN_PRIV_MANAGE))
-			raise_denied(id, id->len, is_namespace, LN_PRIV_MANAGE);
-	}
 }
 
 static void
@@ -264,7 +270,7 @@ check_batch_commit(const LnRequest *req)
 		switch (element->kind)
 		{
 			case LN_COMMIT_DECLARE_TABLE:
-				check_make(&r->id, false, NULL, true);
+				check_make(&r->id, true);
 				break;
 			case LN_COMMIT_CREATE_TABLE_VERSION:
 			case LN_COMMIT_DELETE_TABLE_VERSIONS:
@@ -321,11 +327,17 @@ access_check_request(const LnOperationDef *op, const LnRequest *req)
 	if (op->flags & LN_OP_LISTS)
 		check_listing(&req->id);
 	else if (op->flags & LN_OP_ON_PARENT)
-		check_make(&req->id, is_namespace, req->mode, false);
+		check_make(&req->id, false);
 	else
 		check_object(&req->id, req->id.len, is_namespace, op->privilege, false);
 
-	/* a rename also writes in the namespace it moves the table to */
-	if (index == LN_OP_RenameTable && (req->present & LN_REQ_NEW_NAMESPACE_ID))
-		check_object(&req->new_namespace_id, req->new_namespace_id.len, true, LN_PRIV_WRITE, false);
+	/* a rename also makes a name in the namespace it moves the table to, or in its own */
+	if (index == LN_OP_RenameTable)
+	{
+		if (req->present & LN_REQ_NEW_NAMESPACE_ID)
+			check_object(&req->new_namespace_id, req->new_namespace_id.len, true, LN_PRIV_WRITE,
+						 false);
+		else
+			check_object(&req->id, req->id.len - 1, true, LN_PRIV_WRITE, false);
+	}
 }

@@ -17,6 +17,9 @@ extern bool access_is_admin(Oid role);
 extern void access_require_admin(const char *what);
 extern bool access_acts_for(const char *role);
 extern bool access_may(int64 object_id, LnPrivilege privilege);
+extern void access_require(int64 object_id, const LnId *id, int len, bool is_namespace,
+						   LnPrivilege privilege);
+extern bool access_caller_is_admin(void);
 extern bool access_may_read_path(const LnId *id);
 extern const char *access_privilege_name(LnPrivilege privilege);
 extern LnPrivilege access_parse_privilege(const char *name);

@@ -10,9 +10,11 @@
  */
 #include "postgres.h"
 
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "access.h"
 #include "api_keys.h"
@@ -119,4 +121,82 @@ lance_create_api_key(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_TEXT_P(key);
+}
+
+/*
+ * lance_revoke_api_key(key_prefix_or_id): forget a key, named by its id
+ * ("lnk_" and 12 hexadecimal digits) or by the whole key; true if there was
+ * one.
+ */
+static bool
+revoke_api_key(const char *key)
+{
+	char id[KEY_ID_LENGTH + 1];
+	bool revoked;
+
+	access_begin();
+	access_require_admin("lance_revoke_api_key()");
+	if (strlen(key) < KEY_ID_LENGTH || strncmp(key, KEY_PREFIX, 4) != 0 ||
+		!is_lower_hex(key + 4, 2 * KEY_ID_BYTES))
+		ln_error(LN_INVALID_INPUT,
+				 "an API key's id is \"lnk_\" and 12 hexadecimal digits, the start of the key");
+	memcpy(id, key, KEY_ID_LENGTH);
+	id[KEY_ID_LENGTH] = '\0';
+
+	catalog_begin();
+	revoked = catalog_delete_api_key(id);
+	catalog_end();
+	return revoked;
+}
+
+PG_FUNCTION_INFO_V1(lance_revoke_api_key);
+Datum
+lance_revoke_api_key(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bool revoked = false;
+
+	PG_TRY();
+	{
+		revoked = revoke_api_key(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	}
+	PG_CATCH();
+	{
+		frame_raise_as_lance_error(cxt);
+	}
+	PG_END_TRY();
+	PG_RETURN_BOOL(revoked);
+}
+
+/* lance_list_api_keys(): id, role, created_by, created_at of every key; never a key. */
+PG_FUNCTION_INFO_V1(lance_list_api_keys);
+Datum
+lance_list_api_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *)fcinfo->resultinfo;
+	char **ids;
+	Oid *roles;
+	Oid *created_by;
+	TimestampTz *created_at;
+	int n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	access_begin();
+	access_require_admin("lance_list_api_keys()");
+	catalog_begin();
+	n = catalog_list_api_keys(&ids, &roles, &created_by, &created_at);
+	catalog_end();
+	for (int i = 0; i < n; i++)
+	{
+		Datum values[4];
+		bool nulls[4] = {false, false, false, false};
+
+		values[0] = CStringGetTextDatum(ids[i]);
+		values[1] = ObjectIdGetDatum(roles[i]);
+		values[2] = ObjectIdGetDatum(created_by[i]);
+		nulls[2] = !OidIsValid(created_by[i]);
+		values[3] = TimestampTzGetDatum(created_at[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum)0;
 }

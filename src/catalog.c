@@ -71,6 +71,8 @@ typedef enum CatalogStatement
 	STMT_LIST_GRANTS,
 	STMT_INSERT_API_KEY,
 	STMT_AUTHENTICATE,
+	STMT_DELETE_API_KEY,
+	STMT_LIST_API_KEYS,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -428,6 +430,14 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						   " WHERE k.id = $1 AND k.key_hash = pg_catalog.sha256($2)",
 						   2,
 						   {TEXTOID, BYTEAOID}},
+	[STMT_DELETE_API_KEY] = {"DELETE FROM lance_catalog.api_key WHERE id = $1 RETURNING 1",
+							 1,
+							 {TEXTOID}},
+	[STMT_LIST_API_KEYS] =
+		{"SELECT id, role::pg_catalog.oid, created_by::pg_catalog.oid, created_at"
+		 "  FROM lance_catalog.api_key ORDER BY created_at, id",
+		 0,
+		 {InvalidOid}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -437,6 +447,32 @@ static MemoryContext result_cxt;
 static Oid caller_user;
 static int caller_security;
 static int guc_nest_level;
+
+/*
+ * Whether a catalog session is open, and in which subtransaction it began:
+ * sessions do not nest (one would put back the other's identity), and an
+ * error ends the session with the (sub)transaction it began in.
+ */
+static bool session_open = false;
+static SubTransactionId session_subxact = InvalidSubTransactionId;
+
+static void
+end_session_with_transaction(XactEvent event, void *arg pg_attribute_unused())
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+		session_open = false;
+}
+
+static void
+end_session_on_subabort(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid pg_attribute_unused(),
+						void *arg pg_attribute_unused())
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && mySubid == session_subxact)
+		session_open = false;
+}
 
 /* The owner of schema lance_catalog, or InvalidOid until looked up again. */
 static Oid catalog_owner_id = InvalidOid;
@@ -482,6 +518,18 @@ catalog_owner(void)
 void
 catalog_begin(void)
 {
+	static bool callbacks_registered = false;
+
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(end_session_with_transaction, NULL);
+		RegisterSubXactCallback(end_session_on_subabort, NULL);
+		callbacks_registered = true;
+	}
+	if (session_open)
+		elog(ERROR, "lance_namespace: catalog sessions do not nest");
+	session_open = true;
+	session_subxact = GetCurrentSubTransactionId();
 	result_cxt = CurrentMemoryContext;
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
@@ -503,6 +551,7 @@ catalog_end(void)
 	SPI_finish();
 	AtEOXact_GUC(true, guc_nest_level);
 	SetUserIdAndSecContext(caller_user, caller_security);
+	session_open = false;
 }
 
 /*
@@ -1435,4 +1484,39 @@ catalog_authenticate(const char *id, const char *key)
 	if (SPI_processed == 0)
 		return InvalidOid;
 	return DatumGetObjectId(result_datum(0, 1, &isnull));
+}
+
+/* Forget API key `id`; false if there was none. */
+bool
+catalog_delete_api_key(const char *id)
+{
+	Datum values[1] = {CStringGetTextDatum(id)};
+
+	execute(STMT_DELETE_API_KEY, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* Every API key: ids, roles, who made each and when (never a key). */
+int
+catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **created_at)
+{
+	int n;
+	bool isnull;
+
+	execute(STMT_LIST_API_KEYS, NULL, NULL, 0);
+	n = (int)SPI_processed;
+	*ids = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
+	*roles = MemoryContextAlloc(result_cxt, sizeof(Oid) * (n + 1));
+	*created_by = MemoryContextAlloc(result_cxt, sizeof(Oid) * (n + 1));
+	*created_at = MemoryContextAlloc(result_cxt, sizeof(TimestampTz) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*ids)[i] = result_text(i, 1);
+		(*roles)[i] = DatumGetObjectId(result_datum(i, 2, &isnull));
+		(*created_by)[i] = DatumGetObjectId(result_datum(i, 3, &isnull));
+		if (isnull)
+			(*created_by)[i] = InvalidOid;
+		(*created_at)[i] = DatumGetTimestampTz(result_datum(i, 4, &isnull));
+	}
+	return n;
 }

@@ -8,6 +8,8 @@
 
 #include "lance_namespace.h"
 
+#include "datatype/timestamp.h"
+
 /* The root namespace's row; it always exists. */
 #define CATALOG_ROOT_ID 0
 
@@ -101,5 +103,8 @@ extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privileg
 extern int catalog_list_grants(int64 object_id, char ***roles, char ***privileges);
 extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by);
 extern Oid catalog_authenticate(const char *id, const char *key);
+extern bool catalog_delete_api_key(const char *id);
+extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
+								 TimestampTz **created_at);
 
 #endif /* LN_CATALOG_H */

@@ -163,8 +163,8 @@ lance_list_grants(PG_FUNCTION_ARGS)
 /*
  * lance_catalog.may_read_change(objects, role): whether the current user
  * may read a change log entry: one it (or a role whose privileges it has)
- * made, or one that touched an object it can read now (for an object gone
- * since, the namespace it was in).  Called per entry by the view
+ * made, or one whose objects it can all read now (for an object gone since,
+ * the namespace it was in).  Called per entry by the view
  * lance_catalog.visible_change.
  */
 PG_FUNCTION_INFO_V1(lance_may_read_change);
@@ -182,9 +182,11 @@ lance_may_read_change(PG_FUNCTION_ARGS)
 	if (access_acts_for(NameStr(*role)))
 		PG_RETURN_BOOL(true);
 
+	/* every object it touched, so that an entry shows no name the caller may not see */
 	deconstruct_array(objects, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &n);
+	may = n > 0;
 	catalog_begin();
-	for (int i = 0; i < n && !may; i++)
+	for (int i = 0; i < n && may; i++)
 	{
 		LnId id;
 

@@ -108,7 +108,9 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 			resp->properties = existing.properties;
 			break;
 		case CREATE_MODE_OVERWRITE:
-			/* Overwrite is a drop and a create; the drop restricts, as by default */
+			/* Overwrite is a drop and a create: it needs manage, as the drop does */
+			access_require(existing.id, &req->id, req->id.len, true, LN_PRIV_MANAGE);
+			/* the drop restricts, as by default */
 			if (catalog_has_children(existing.id))
 				ln_error(LN_NAMESPACE_NOT_EMPTY,
 						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",

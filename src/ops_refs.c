@@ -51,6 +51,23 @@ get_local_table(const LnRequest *req, bool lock, CatalogObject *table)
 				 ln_id_string(&req->id, req->id.len));
 }
 
+/*
+ * A branch's files live in the table's tree/<name> folder, which the
+ * catalog writes and, at DeleteTableBranch, removes: refuse a branch whose
+ * folder is another table's, or lies in or around one.
+ */
+static void
+check_branch_folder(const LnRequest *req, const CatalogObject *table)
+{
+	char *folder = psprintf("%s/tree/%s", location_local_path(table->location), req->name);
+
+	if (catalog_location_in_use(folder, table->id))
+		ln_error(LN_INVALID_INPUT,
+				 "branch \"%s\" of table \"%s\" would have its files in or around another "
+				 "table's folder",
+				 req->name, ln_id_string(&req->id, req->id.len));
+}
+
 /* Now as Lance writes times in ref files (RFC 3339, UTC). */
 static char *
 now_rfc3339(void)
@@ -237,6 +254,7 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
 	refs_check_name(req->name, "name", true);
 	get_local_table(req, true, &table);
+	check_branch_folder(req, &table);
 
 	memset(&branch, 0, sizeof(branch));
 	source.branch = req->from_branch;
@@ -340,6 +358,7 @@ op_delete_table_branch(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_INVALID_INPUT, "field \"name\" is required");
 	refs_check_name(req->name, "name", true);
 	get_local_table(req, true, &table);
+	check_branch_folder(req, &table);
 	/* wait for the version calls in flight on the branch, and keep new ones out */
 	storage_lock_folder(psprintf("%s/tree/%s", location_local_path(table.location), req->name),
 						true);

@@ -141,6 +141,19 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	storage_check_location(location);
 	if (!storage_is_managed(location))
 		return;
+	/*
+	 * Below the local roots the catalog writes, and removes, files: a folder
+	 * a caller names there could be anyone's, or where tables the catalog
+	 * places will go.  Only an administrator names one; others let the
+	 * catalog choose (DeclareTable without a location).
+	 */
+	if (req->location != NULL && !access_caller_is_admin())
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Declare the table without a location and the catalog chooses its folder, "
+						"or ask an administrator.",
+						"only an administrator places table \"%s\" at a folder of its choice below "
+						"lance_namespace.local_roots",
+						ln_id_string(&req->id, req->id.len));
 	path = location_local_path(location);
 	/* exclusive: two registrations of one folder must not both find it free */
 	storage_lock_folder(path, true);
@@ -153,7 +166,7 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	 * another's folder could reach into it.  Only an administrator nests
 	 * tables so.
 	 */
-	if (!access_is_admin(access_caller()) && catalog_location_in_use(path, except_id))
+	if (!access_caller_is_admin() && catalog_location_in_use(path, except_id))
 		ln_error_detail(
 			LN_INVALID_INPUT,
 			"Choose a folder apart from every other table's, or ask an administrator.",
@@ -260,6 +273,8 @@ op_register_table(const LnRequest *req, LnResponse *resp)
 		{
 			if (mode != REGISTER_MODE_OVERWRITE || !existing.is_table)
 				raise_name_taken(&req->id, &existing);
+			/* pointing another's table elsewhere needs manage on it */
+			access_require(existing.id, &req->id, req->id.len, false, LN_PRIV_MANAGE);
 			catalog_reregister_table(existing.id, req->location, &properties);
 			id = existing.id;
 			break;

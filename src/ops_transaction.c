@@ -117,6 +117,10 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 			case LN_ACTION_SET_STATUS:
 				resp->status =
 					(char *)statuses[ln_parse_enum(a->status, "status", statuses, 0)].name;
+				/* Queued hands a folder to lance_process_drops(): an administrator's call */
+				if (strcmp(resp->status, "Queued") == 0 && !access_caller_is_admin())
+					ln_error(LN_PERMISSION_DENIED,
+							 "only an administrator sets a transaction's status to Queued");
 				break;
 			case LN_ACTION_SET_PROPERTY:
 				at = map_find(props, a->key);
