@@ -11,6 +11,9 @@
 #
 # Environment (optional):
 #   LN_TEST_PORT  first port to try for the test server (default 54329)
+#   LN_TEST_ONLY  run only these parts, separated by spaces or commas: sql
+#                 (pg_regress and isolation), node (the end-to-end tests), and
+#                 test group names (fuzz, gateway, load, ...); default: all
 set -euo pipefail
 
 # shellcheck source=scripts/common.sh
@@ -131,9 +134,16 @@ run_sql_tests() {
 # figures, and exits non-zero when a check failed.  Every check counts as a
 # test; a group that fails without a FAIL line counts as one failure.
 # ---------------------------------------------------------------------------
+# wanted <part>: true when LN_TEST_ONLY is unset or names <part>.
+wanted() {
+	[[ -z "${LN_TEST_ONLY:-}" ]] && return 0
+	[[ " ${LN_TEST_ONLY//,/ } " == *" $1 "* ]]
+}
+
 run_group() {
 	local name="$1" log="$TMP_DIR/group-$1.log" rc=0 p f
 	shift
+	wanted "$name" || return 0
 	say "running the $name tests"
 	"$@" 2>&1 | tee "$log" || rc=$?
 	p="$(grep -c '^  ok ' "$log" || true)"
@@ -157,6 +167,7 @@ run_group_tests() {
 	run_group worker bash "$ROOT/test/worker/run.sh"
 	run_group errors bash "$ROOT/test/errors/run.sh"
 	run_group linkrace bash "$ROOT/test/linkrace/run.sh"
+	run_group gateway bash "$ROOT/test/gateway/run.sh"
 	run_group memory bash "$ROOT/test/memory/run.sh"
 	LOAD_SECONDS="${LOAD_SECONDS:-30}" run_group load bash "$ROOT/test/load/run.sh"
 }
@@ -165,7 +176,9 @@ run_group_tests() {
 # End-to-end tests: the official LanceDB client (and plain HTTP) through the
 # gateway, run as the server's OS user so that the client and the server
 # write the same table folders.  They get a database of their own, whose
-# lance_namespace.root and local_roots are a temporary folder.
+# lance_namespace.root and local_roots are a temporary folder, and an
+# administrator's API key (LANCE_API_KEY; the tests make other roles and
+# keys themselves).
 # ---------------------------------------------------------------------------
 GATEWAY_PREFIX=""
 
@@ -178,7 +191,7 @@ install_node() {
 }
 
 run_node_tests() {
-	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port rc=0 p f
+	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port key rc=0 p f
 	local tests="$TMP_DIR/node"
 	install_node
 	# The tests run as postgres, which may not be able to read the clone
@@ -199,9 +212,13 @@ SQL
 	port="$(find_free_port 2333)"
 	GATEWAY_PREFIX="$TMP_DIR/gateway"
 	start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+	key="$(create_api_key lance_admin -d "$db")"
+	is_api_key "$key" || die "lance_create_api_key answered no key"
 
 	say "running Node tests"
-	as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
+	# the key goes through the environment, not a command line
+	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
+		LANCE_GATEWAY_LOG="$GATEWAY_PREFIX/access.log" \
 		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
@@ -220,8 +237,8 @@ main() {
 	install_deps
 	build_and_install
 	start_test_server
-	run_sql_tests
-	run_node_tests
+	if wanted sql; then run_sql_tests; fi
+	if wanted node; then run_node_tests; fi
 	run_group_tests
 	((FAILED == 0)) || exit 1
 }

@@ -8,12 +8,12 @@ import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { env, nsRoute, ok, post, removeNamespace, uniqueName } from "./lib.mjs";
 
-/** One raw request; answers status and parsed JSON body. */
+/** One raw request with the administrator's key; answers status and parsed JSON body. */
 function raw(method, route, { headers = {}, body } = {}) {
   const url = new URL(env.uri + route);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, method, path: url.pathname, headers },
+      { host: url.hostname, port: url.port, method, path: url.pathname, headers: { "x-api-key": env.apiKey, ...headers } },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

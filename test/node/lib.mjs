@@ -2,7 +2,7 @@
 // requests to the gateway, catalog queries through psql, and the manifest
 // files of a table on local storage.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -17,9 +17,15 @@ export function uniqueName(prefix) {
   return `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
 }
 
-/** A new connection of the official client to the gateway. */
-export function connect() {
-  return connectNamespace("rest", { uri: env.uri });
+/** The database role the gateway connects as (scripts/common.sh). */
+export const GATEWAY_ROLE = "lance_gateway";
+
+/**
+ * A new connection of the official client to the gateway, sending API key
+ * `key` (the administrator's by default; null: none) as header x-api-key.
+ */
+export function connect(key = env.apiKey) {
+  return connectNamespace("rest", { uri: env.uri, headers: key ? { "x-api-key": key } : {} });
 }
 
 /** The {id} path segment of a list-form id: joined by "$", percent-encoded; the root is "$". */
@@ -33,11 +39,17 @@ export const tableRoute = (id, op) => `/v1/table/${pathId(id)}/${op}`;
 /**
  * One HTTP request to the gateway.  `body`: undefined sends none, a string is
  * sent as is, anything else as JSON.  `query`: an object of query parameters.
+ * `key`: the API key sent as x-api-key, the administrator's by default; null
+ * sends none (`headers` may then carry another, e.g. Authorization).
  */
-export async function http(method, route, { body, query, headers = {} } = {}) {
+export async function http(method, route, { body, query, headers = {}, key = env.apiKey } = {}) {
   const url = new URL(env.uri + route);
   for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, String(v));
-  const init = { method, headers: { ...headers }, signal: AbortSignal.timeout(30_000) };
+  const init = {
+    method,
+    headers: { ...(key ? { "x-api-key": key } : {}), ...headers },
+    signal: AbortSignal.timeout(30_000),
+  };
   if (body !== undefined) {
     init.body = typeof body === "string" ? body : JSON.stringify(body);
     init.headers["content-type"] ??= "application/json";
@@ -54,7 +66,7 @@ export async function http(method, route, { body, query, headers = {} } = {}) {
 }
 
 export const post = (route, body, options = {}) => http("POST", route, { ...options, body });
-export const get = (route, query) => http("GET", route, { query });
+export const get = (route, query, options = {}) => http("GET", route, { ...options, query });
 
 /** Assert a successful JSON answer and return its body. */
 export function ok(res, status = 200) {
@@ -70,6 +82,66 @@ export function fails(res, status, code) {
   assert.equal(typeof res.json, "object", `error body is not JSON: ${res.text}`);
   assert.equal(res.json.code, code, `expected code ${code}: ${res.text}`);
   return res.json;
+}
+
+/**
+ * A role of the catalog database for a test: NOLOGIN, the gateway's role a
+ * member of it (unless `gateway` is false) so that the gateway may act as it,
+ * and an API key for it.  `drop()` revokes the key and drops the role; the
+ * role's grants go with the namespaces they are on.
+ */
+export function makeRole(prefix, { gateway = true } = {}) {
+  const name = uniqueName(prefix);
+  psql(`CREATE ROLE :"role" NOLOGIN;${gateway ? ` GRANT :"role" TO :"gw";` : ""}`, { role: name, gw: GATEWAY_ROLE });
+  const key = psql(`SELECT lance_create_api_key(:'role')`, { role: name });
+  assert.match(key, /^lnk_[0-9a-f]{12}_[0-9a-f]{64}$/);
+  return {
+    name,
+    key,
+    keyId: key.slice(0, 16),
+    drop() {
+      psql(`SELECT lance_revoke_api_key(:'id'); DROP ROLE IF EXISTS :"role";`, { id: key.slice(0, 16), role: name });
+    },
+  };
+}
+
+/**
+ * One append of the official client with API key `key`, in a process of its
+ * own (client-add.mjs), stopped after `seconds` if it has not ended: the
+ * client retries a refused commit for minutes.  Answers what it printed
+ * ("committed <version>" or "failed <message>") and whether it was stopped.
+ */
+export function clientAdd(ns, name, from, n, key, { seconds = 12 } = {}) {
+  const script = fileURLToPath(new URL("./client-add.mjs", import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, JSON.stringify(ns), name, String(from), String(n)], {
+      env: { ...process.env, LANCE_CLIENT_KEY: key ?? "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), seconds * 1000);
+    child.on("error", reject);
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ out: out.trim(), stopped: signal === "SIGKILL" });
+    });
+  });
+}
+
+/** The gateway's access log lines, when LANCE_GATEWAY_LOG names it; else null. */
+export function gatewayLogLines() {
+  if (!env.gatewayLog) return null;
+  return fs.readFileSync(env.gatewayLog, "utf8").split("\n").filter(Boolean);
+}
+
+/** Grant (or with `revoke`, revoke) a privilege on a namespace or table to a role, as superuser. */
+export function grant(id, role, privilege, { revoke = false } = {}) {
+  const answer = psql(`SELECT ${revoke ? "lance_revoke" : "lance_grant"}(:'req'::jsonb)`, {
+    req: JSON.stringify({ id, role, privilege }),
+  });
+  return JSON.parse(answer);
 }
 
 /** Run SQL as superuser with psql; `vars` become psql variables (:'name' in the SQL). */
