@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The gateway and its keys: what scripts/common.sh sets up, seen from outside.
+#
+#   role   the gateway connects as lance_gateway: it logs in, is no
+#          superuser, inherits nothing, owns nothing, is a member of
+#          lance_admin (so administrator keys work through it), and making it
+#          again changes nothing; without a key it can do nothing itself.
+#   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
+#          an unknown or revoked one 401 with code 16; the access log has one
+#          line per request with the key's id and never the key.
+#   https  with LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (a self-signed
+#          certificate made here with openssl) the gateway serves HTTPS: 200
+#          with a key and 401 without one for a client that trusts the
+#          certificate, and refuses plain HTTP and clients that do not trust it.
+#
+# Runs as root (or postgres) and starts its own cluster and two gateways in a
+# temporary folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
+# exits 0 only when every check passed.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try for the server (default 54521); the
+#                 gateways take free ports from 2533 on
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
+unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS
+
+command -v curl >/dev/null || die "the gateway test needs curl"
+command -v openssl >/dev/null || die "the gateway test needs openssl"
+
+WORK="$(mktemp -d)"
+chown postgres:postgres "$WORK"
+chmod 755 "$WORK"
+PGDATA_DIR="$WORK/pgdata"
+SOCK="$WORK/run"
+TABLES="$WORK/tables"
+HTTP_PREFIX="$WORK/gw-http"
+TLS_PREFIX="$WORK/gw-https"
+DB=gateway
+PORT="$(find_free_port "${LN_TEST_PORT:-54521}")"
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	set +e
+	stop_gateway "$HTTP_PREFIX" >/dev/null 2>&1
+	stop_gateway "$TLS_PREFIX" >/dev/null 2>&1
+	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" "$@"; }
+PSQL_ARGS=(-h "$SOCK" -p "$PORT" -U postgres -d "$DB")
+
+init_cluster "$PGDATA_DIR" test >/dev/null
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+make_postgres_dir "$TABLES" 755
+sql -U postgres -d postgres -c "CREATE DATABASE $DB"
+sql -U postgres -d "$DB" <<SQL
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE $DB SET lance_namespace.root = '$TABLES';
+ALTER DATABASE $DB SET lance_namespace.local_roots = '$TABLES';
+SELECT lance_create_namespace('{"id": ["gw"]}') IS NOT NULL AS created \gset
+SQL
+
+# curl_status <curl args...>: "<status> <body>" of one request.
+curl_status() {
+	local out
+	out="$(curl -sS --max-time 20 -w '\n%{http_code}' "$@" 2>&1)" || {
+		printf 'curl failed: %s' "$(tr '\n' ' ' <<<"$out")"
+		return 0
+	}
+	printf '%s %s' "${out##*$'\n'}" "${out%$'\n'*}"
+}
+# expect <check> <status> <code or -> <curl args...>: the status, and the body's code.
+expect() {
+	local what="$1" status="$2" code="$3" answer
+	shift 3
+	answer="$(curl_status "$@")"
+	if [[ "$answer" != "$status "* ]]; then
+		fail "$what: status $status" "got: $answer"
+	elif [[ "$code" != - && "$answer" != "$status {\"code\":$code,"* ]]; then
+		fail "$what: status $status, code $code" "got: $answer"
+	else
+		[[ "$code" == - ]] && pass "$what: $status" || pass "$what: $status, code $code"
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# role
+# ---------------------------------------------------------------------------
+say "the gateway's role"
+ensure_gateway_role "${PSQL_ARGS[@]}"
+ensure_gateway_role "${PSQL_ARGS[@]}" # twice: idempotent
+check "role lance_gateway: login, not superuser, no inherit, no createdb/createrole/replication/bypassrls" \
+	"t|f|f|f|f|f|f" \
+	"$(sql -U postgres -d "$DB" -c "SELECT concat_ws('|', rolcanlogin, rolsuper, rolinherit, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls) FROM pg_roles WHERE rolname = 'lance_gateway'")"
+check "role lance_gateway owns nothing" 0 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM pg_shdepend WHERE refclassid = 'pg_authid'::regclass AND refobjid = 'lance_gateway'::regrole AND deptype = 'o'")"
+check "role lance_gateway is a member of lance_admin, once" 1 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM pg_auth_members WHERE roleid = 'lance_admin'::regrole AND member = 'lance_gateway'::regrole")"
+
+# Without a key the gateway's role holds no right of lance_admin (NOINHERIT).
+out="$(sql -U lance_gateway -d "$DB" -c "SELECT lance_create_api_key('lance_admin')" 2>&1 || true)"
+if [[ "$out" == *"permission denied"* ]]; then
+	pass "lance_gateway cannot make keys itself (permission denied)"
+else
+	fail "lance_gateway cannot make keys itself" "got: $out"
+fi
+out="$(sql -U lance_gateway -d "$DB" -v VERBOSITY=verbose -c "SELECT lance_create_namespace('{\"id\": [\"gw\", \"by_gateway\"]}')" 2>&1 || true)"
+if [[ "$out" == *"ERROR:  LN015:"* || "$out" == *"ERROR:  LN001:"* ]]; then
+	pass "lance_gateway cannot change the catalog itself ($(sed -n 's/^ERROR:  \(LN0[0-9][0-9]\).*/\1/p' <<<"$out" | head -n 1))"
+else
+	fail "lance_gateway cannot change the catalog itself" "got: $out"
+fi
+out="$(sql -U lance_gateway -d "$DB" -c "SELECT count(*) FROM lance_catalog.api_key" 2>&1 || true)"
+if [[ "$out" == *"permission denied"* ]]; then
+	pass "lance_gateway cannot read the keys' table"
+else
+	fail "lance_gateway cannot read the keys' table" "got: $out"
+fi
+
+KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+KEY_ID="${KEY:0:16}"
+if is_api_key "$KEY"; then pass "an administrator key: $KEY_ID..."; else fail "an administrator key" "got: $KEY"; fi
+if api_key_works "$KEY" "${PSQL_ARGS[@]}"; then pass "api_key_works: the key works"; else fail "api_key_works: the key works"; fi
+if ! api_key_works "lnk_000000000000_$(printf '0%.0s' {1..64})" "${PSQL_ARGS[@]}"; then
+	pass "api_key_works: a made-up key does not"
+else
+	fail "api_key_works: a made-up key does not"
+fi
+
+# ---------------------------------------------------------------------------
+# http
+# ---------------------------------------------------------------------------
+say "the gateway over HTTP"
+HTTP_PORT="$(find_free_port 2533)"
+start_gateway "$HTTP_PREFIX" "$HTTP_PORT" "$DB" "$SOCK" "$PORT" >/dev/null
+URL="http://127.0.0.1:$HTTP_PORT/v1"
+expect "HTTP, x-api-key" 200 - -H "x-api-key: $KEY" "$URL/namespace/gw/list"
+expect "HTTP, Authorization: Bearer" 200 - -H "Authorization: Bearer $KEY" "$URL/namespace/gw/list"
+expect "HTTP, no key" 401 16 "$URL/namespace/gw/list"
+expect "HTTP, an unknown key" 401 16 -H "x-api-key: ${KEY:0:17}$(printf 'f%.0s' {1..64})" "$URL/namespace/gw/list"
+expect "HTTP, no key, a change" 401 16 -X POST -H 'content-type: application/json' -d '{}' "$URL/namespace/gw%24nokey/create"
+expect "HTTP, the change was not made" 404 1 -X POST -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{}' "$URL/namespace/gw%24nokey/exists"
+check "the gateway's connections are lance_gateway's" "lance_gateway" \
+	"$(sql -U postgres -d "$DB" -c "SELECT string_agg(DISTINCT usename, ',') FROM pg_stat_activity WHERE datname = '$DB' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = ''")"
+# a revoked key stops at once
+OTHER="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+expect "HTTP, a second key" 200 - -H "x-api-key: $OTHER" "$URL/namespace/gw/list"
+sql -U postgres -d "$DB" -v id="${OTHER:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+expect "HTTP, that key once revoked" 401 16 -H "x-api-key: $OTHER" "$URL/namespace/gw/list"
+
+# The access log: time, method, path, status, duration, key id; never a key.
+sleep 0.2 # nginx writes its log line after the answer
+LOG="$HTTP_PREFIX/access.log"
+lines="$(wc -l <"$LOG")"
+check "the access log has a line per request" 8 "$lines"
+if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespace/gw/list 200 [0-9]+\.[0-9]{3} key=$KEY_ID$" "$LOG"; then
+	pass "a line: time, method, path, status, duration, key=$KEY_ID"
+else
+	fail "a line: time, method, path, status, duration, key=$KEY_ID" "$(head -n 3 "$LOG")"
+fi
+check "requests without a key log key=-" 2 "$(grep -c ' key=-$' "$LOG" || true)"
+check "the unknown key's id is logged as sent" 1 "$(grep -c " 401 [0-9.]* key=${KEY:0:16}$" "$LOG" || true)"
+if ! grep -rqF -e "${KEY:17}" -e "${OTHER:17}" "$HTTP_PREFIX"/*.log; then
+	pass "no key's secret part in the gateway's logs"
+else
+	fail "no key's secret part in the gateway's logs" "$(grep -rlF -e "${KEY:17}" -e "${OTHER:17}" "$HTTP_PREFIX"/*.log)"
+fi
+if ! grep -qF -e "${KEY:17}" -e "${OTHER:17}" "$PGDATA_DIR/server.log"; then
+	pass "no key's secret part in the server log"
+else
+	fail "no key's secret part in the server log"
+fi
+
+# ---------------------------------------------------------------------------
+# https
+# ---------------------------------------------------------------------------
+say "the gateway over HTTPS, with a self-signed certificate"
+TLS="$WORK/tls"
+mkdir -m 700 "$TLS"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=localhost" \
+	-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+	-keyout "$TLS/key.pem" -out "$TLS/cert.pem" >"$TLS/openssl.log" 2>&1 ||
+	die "openssl could not make a certificate: $(cat "$TLS/openssl.log")"
+chmod 600 "$TLS/key.pem"
+TLS_PORT="$(find_free_port $((HTTP_PORT + 1)))"
+LN_GATEWAY_TLS_CERT="$TLS/cert.pem" LN_GATEWAY_TLS_KEY="$TLS/key.pem" \
+	start_gateway "$TLS_PREFIX" "$TLS_PORT" "$DB" "$SOCK" "$PORT" >/dev/null
+check "the private key's copy is the postgres user's alone" "600 postgres" \
+	"$(stat -c '%a %U' "$TLS_PREFIX/tls/key.pem")"
+SURL="https://127.0.0.1:$TLS_PORT/v1"
+expect "HTTPS, x-api-key" 200 - --cacert "$TLS/cert.pem" -H "x-api-key: $KEY" "$SURL/namespace/gw/list"
+expect "HTTPS by name (localhost), Authorization: Bearer" 200 - --cacert "$TLS/cert.pem" \
+	-H "Authorization: Bearer $KEY" "https://localhost:$TLS_PORT/v1/namespace/gw/list"
+expect "HTTPS, no key" 401 16 --cacert "$TLS/cert.pem" "$SURL/namespace/gw/list"
+expect "HTTPS, a change with a key" 200 - --cacert "$TLS/cert.pem" -X POST -H "x-api-key: $KEY" \
+	-H 'content-type: application/json' -d '{}' "$SURL/namespace/gw%24over_tls/create"
+expect "HTTPS, the change is in the catalog" 204 - --cacert "$TLS/cert.pem" -X POST -H "x-api-key: $KEY" \
+	-H 'content-type: application/json' -d '{}' "$SURL/namespace/gw%24over_tls/exists"
+answer="$(curl_status -H "x-api-key: $KEY" "$SURL/namespace/gw/list")"
+if [[ "$answer" == "curl failed: "* ]]; then
+	pass "a client that does not trust the certificate does not connect"
+else
+	fail "a client that does not trust the certificate does not connect" "got: $answer"
+fi
+expect "plain HTTP to the HTTPS port is refused" 400 - -H "x-api-key: $KEY" "http://127.0.0.1:$TLS_PORT/v1/namespace/gw/list"
+sleep 0.2
+if grep -q " GET /v1/namespace/gw/list 200 [0-9.]* key=$KEY_ID$" "$TLS_PREFIX/access.log" &&
+	! grep -qF "${KEY:17}" "$TLS_PREFIX/access.log"; then
+	pass "HTTPS requests are logged with the key's id, never the key"
+else
+	fail "HTTPS requests are logged with the key's id, never the key" "$(head -n 3 "$TLS_PREFIX/access.log")"
+fi
+# the HTTP gateway is still plain HTTP: the TLS settings went with the start that had them
+expect "the HTTP gateway still answers HTTP" 200 - -H "x-api-key: $KEY" "$URL/namespace/gw/list"
+
+printf 'lance_namespace: gateway test: %d checks, %d failed\n' "$CHECKS" "$FAILS"
+((FAILS == 0))
