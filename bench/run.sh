@@ -175,6 +175,11 @@ SQL
 	GATEWAY_PORT="$(find_free_port "${LN_BENCH_GATEWAY_PORT:-23330}")"
 	GATEWAY_PREFIX="$TMP_DIR/gateway"
 	start_gateway "$GATEWAY_PREFIX" "$GATEWAY_PORT" "$DB" "$PGHOST" "$PGPORT"
+	# an administrator's key: every request over HTTP and through lance_rest()
+	# is authenticated, as a real gateway's are
+	LANCE_API_KEY="$(create_api_key lance_admin -d "$DB")"
+	is_api_key "$LANCE_API_KEY" || die "lance_create_api_key answered no key"
+	export LANCE_API_KEY
 
 	# pgbench variables every script may use
 	local b1 b2 b3 batch
@@ -186,7 +191,7 @@ SQL
 	b1="$(first_id b1)" b2="$(first_id b2)" b3="$(first_id b3)"
 	batch="$(psql_val -d "$DB" -c "SELECT body FROM bench.template WHERE name = 'batch100'")"
 	PGB_VARS=(-D "b1_first_id=$b1" -D "b2_first_id=$b2" -D "b3_first_id=$b3"
-		-D "gateway_port=$GATEWAY_PORT" -D "batch=$batch")
+		-D "gateway_port=$GATEWAY_PORT" -D "batch=$batch" -D "api_key=$LANCE_API_KEY")
 }
 
 checkpoint() { psql_db -d postgres -c CHECKPOINT; }
@@ -553,7 +558,7 @@ profile_statements() {
 			lance_batch_create_table_versions)
 				echo "SELECT lance_batch_create_table_versions(replace(body, '@V@', '$v')::jsonb) FROM bench.template" ;;
 			lance_rest)
-				echo "SELECT * FROM lance_rest('POST', '/v1/table/b5%24t$t/describe', '', '{\"id\": [\"b5\", \"t$t\"]}', '{\"host\": \"127.0.0.1\", \"content-type\": \"application/json\", \"content-length\": \"24\"}')" ;;
+				echo "SELECT * FROM lance_rest('POST', '/v1/table/b5%24t$t/describe', '', '{\"id\": [\"b5\", \"t$t\"]}', '{\"host\": \"127.0.0.1\", \"content-type\": \"application/json\", \"content-length\": \"24\", \"x-api-key\": \"$LANCE_API_KEY\"}')" ;;
 		esac
 	done
 }

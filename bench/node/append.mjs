@@ -1,9 +1,10 @@
 // bench/node/append.mjs: benchmark (6), appends per second of the official
 // LanceDB client on a local table whose versions the catalog manages (through
-// the REST gateway: connectNamespace("rest", {uri})), against the same appends
+// the REST gateway: connectNamespace("rest", {uri, headers: {"x-api-key": key}})),
+// with the API key in LANCE_API_KEY, against the same appends
 // on a plain local LanceDB table with no catalog (lancedb.connect(dir)).
 //
-//   node append.mjs --uri http://127.0.0.1:2333 --dir /tmp/x --runs 5 --appends 100 --rows 10
+//   LANCE_API_KEY=lnk_... node append.mjs --uri http://127.0.0.1:2333 --dir /tmp/x --runs 5 --appends 100 --rows 10
 //
 // Each run makes a fresh table of each kind (the two in alternating order),
 // makes a few warm-up appends, then times --appends appends of --rows rows.
@@ -32,8 +33,9 @@ const { values: opt } = parseArgs({
     prefix: { type: "string", default: `bench6_${process.pid}` },
   },
 });
-if (!opt.uri || !opt.dir) {
-  console.error("usage: append.mjs --uri <gateway url> --dir <folder for plain tables> [--runs N] [--appends N] [--rows N]");
+const key = process.env.LANCE_API_KEY ?? "";
+if (!opt.uri || !opt.dir || !key) {
+  console.error("usage: LANCE_API_KEY=<key> append.mjs --uri <gateway url> --dir <folder for plain tables> [--runs N] [--appends N] [--rows N]");
   process.exit(2);
 }
 const runs = Number(opt.runs);
@@ -59,7 +61,7 @@ async function timeAppends(table) {
 }
 
 async function catalogRun(run) {
-  const db = await lancedb.connectNamespace("rest", { uri: opt.uri });
+  const db = await lancedb.connectNamespace("rest", { uri: opt.uri, headers: { "x-api-key": key } });
   const ns = [`${opt.prefix}_${run}`];
   await db.createNamespace(ns);
   const table = await db.createTable("t", batch(), ns);

@@ -3,9 +3,10 @@
 --   base + thread * 10^9 + n
 -- with base from the command line (a different one per run) and n counting
 -- each thread's requests, so that every request makes a new version.
---   wrk -t 2 -c 2 -d 5s --latency -s create_version.lua http://127.0.0.1:<port> -- <base>
+--   LANCE_API_KEY=<key> wrk -t 2 -c 2 -d 5s --latency -s create_version.lua http://127.0.0.1:<port> -- <base>
 -- (run.sh counts any non-2xx answer, which wrk reports, as a failure.)
-local headers = { ["Content-Type"] = "application/json" }
+-- The API key comes from LANCE_API_KEY (run.sh sets it), as x-api-key.
+local headers = { ["Content-Type"] = "application/json", ["x-api-key"] = os.getenv("LANCE_API_KEY") or "" }
 local threads = 0
 
 setup = function(thread)
