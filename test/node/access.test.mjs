@@ -108,6 +108,7 @@ describe("access: API keys", { timeout: 120_000 }, () => {
       fails(res, 403, 15);
       assert.match(res.json.error, /may not act as/);
     } finally {
+      grant([ns], role.name, "read", { revoke: true });
       role.drop();
     }
   });
