@@ -117,7 +117,8 @@ SELECT o.operation_id, o.privilege,
 --
 -- Listings leave out what the caller cannot read, and what it cannot read
 -- does not exist for it: describing it answers not-found, as for a name
--- nobody uses.  A grant on a table lets the role list that table alone.
+-- nobody uses.  A grant on a table lets the role find it (ListAllTables)
+-- and describe it; the namespaces above it stay unseen, listed or described.
 --
 CREATE ROLE regress_ln_one_table;
 SELECT lance_grant('{"id": ["acl", "sub", "deep"], "role": "regress_ln_one_table", "privilege": "read"}') ->> 'changed' AS granted;

@@ -223,26 +223,18 @@ check_object(const LnId *id, int len, bool is_namespace, LnPrivilege privilege, 
 
 /*
  * A listing of the namespace `id` names.  A caller who can read it lists
- * all; one with grants below it lists what it can read there; to others
- * the namespace does not exist.
+ * all of it.  The root, where every caller starts, lists what the caller
+ * can read; any other namespace the caller cannot read does not exist for
+ * it, listed or described alike (ListAllTables finds what it can read
+ * below).
  */
 static void
 check_listing(const LnId *id)
 {
-	int64 object;
-	bool is_table;
-
-	if (resolve(id, id->len, &object, &is_table) < id->len || is_table)
-	{
-		if (access_may(object, LN_PRIV_READ))
-			return;
-		raise_not_found(id, id->len, true);
-	}
-	if (access_may(object, LN_PRIV_READ))
-		return;
-	if (!catalog_has_grant_at_or_below(object, caller))
-		raise_not_found(id, id->len, true);
-	list_reader = caller;
+	if (id->len == 0 && !access_may(CATALOG_ROOT_ID, LN_PRIV_READ))
+		list_reader = caller;
+	else
+		check_object(id, id->len, true, LN_PRIV_READ, false);
 }
 
 /*

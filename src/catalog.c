@@ -65,7 +65,6 @@ typedef enum CatalogStatement
 	STMT_TABLES_EXIST,
 	STMT_LIST_TABLE_LOCATIONS,
 	STMT_HAS_PRIVILEGE,
-	STMT_GRANT_AT_OR_BELOW,
 	STMT_INSERT_GRANT,
 	STMT_DELETE_GRANT,
 	STMT_LIST_GRANTS,
@@ -288,11 +287,11 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 							"       (operation, objects, versions, namespaces, context, status,"
 							"        properties, drop_location, role)"
 							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
-							"pg_catalog.jsonb_object($8, $9), $10, $11)"
+							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name)"
 							" RETURNING seq, transaction_id::text",
 							11,
 							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, NAMEOID}},
+							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
 						 "       role::text"
@@ -392,18 +391,6 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
 		 3,
 		 {INT8OID, OIDOID, TEXTARRAYOID}},
-	/* a grant to role $2 on $1 or on something below it */
-	[STMT_GRANT_AT_OR_BELOW] =
-		{"WITH RECURSIVE up(id) AS ("
-		 "   SELECT g.object_id FROM lance_catalog.grant g"
-		 "    WHERE g.role IN (SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles r"
-		 "                      WHERE pg_catalog.pg_has_role($2, r.oid, 'USAGE'))"
-		 "   UNION"
-		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
-		 "    WHERE o.parent_id IS NOT NULL)"
-		 " SELECT EXISTS (SELECT FROM up WHERE up.id = $1)",
-		 2,
-		 {INT8OID, OIDOID}},
 	[STMT_INSERT_GRANT] =
 		{"INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
 		 " VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regrole)"
@@ -1208,7 +1195,7 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[7] = text_array_datum(properties->keys, properties->len);
 	values[8] = text_array_datum(properties->values, properties->len);
 	values[9] = text_datum_or_null(drop_location, &nulls[9]);
-	values[10] = CStringGetDatum(role);
+	values[10] = CStringGetTextDatum(role);
 	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(result_datum(0, 1, &isnull));
 	return result_text(0, 2);
@@ -1406,17 +1393,6 @@ catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
 	bool isnull;
 
 	execute(STMT_HAS_PRIVILEGE, values, NULL, 1);
-	return DatumGetBool(result_datum(0, 1, &isnull));
-}
-
-/* True if `role` holds a grant on object_id or on anything below it. */
-bool
-catalog_has_grant_at_or_below(int64 object_id, Oid role)
-{
-	Datum values[2] = {Int64GetDatum(object_id), ObjectIdGetDatum(role)};
-	bool isnull;
-
-	execute(STMT_GRANT_AT_OR_BELOW, values, NULL, 1);
 	return DatumGetBool(result_datum(0, 1, &isnull));
 }
 

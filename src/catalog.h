@@ -97,7 +97,6 @@ extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, 
 
 /* Privileges and API keys (access.c, grants.c, api_keys.c) */
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
-extern bool catalog_has_grant_at_or_below(int64 object_id, Oid role);
 extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);
 extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege);
 extern int catalog_list_grants(int64 object_id, char ***roles, char ***privileges);
