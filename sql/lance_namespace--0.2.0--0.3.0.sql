@@ -16,7 +16,8 @@ ALTER TABLE lance_catalog.object ADD COLUMN location_derived boolean;
 -- is only what its checks let through.
 DO $$
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'lance_admin') THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                    WHERE rolname OPERATOR(pg_catalog.=) 'lance_admin'::pg_catalog.name) THEN
         CREATE ROLE lance_admin NOLOGIN;
     END IF;
 END
@@ -97,7 +98,9 @@ GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text)
 -- Callers reach the catalog through the functions only: nobody but the
 -- owner holds rights on its tables and sequences, whatever earlier grants
 -- (0.2.0 had callers granted them) or default privileges gave.  Only the
--- change log's filtered view is for all.
+-- change log's filtered view is for all.  (Operators are pg_catalog's by
+-- name: the script runs as a superuser with the extension's schema, which
+-- others may create in, on the search path.)
 DO $$
 DECLARE
     rel text;
@@ -105,13 +108,13 @@ DECLARE
 BEGIN
     FOR rel, grantee IN
         SELECT c.oid::pg_catalog.regclass::text,
-               CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END
           FROM pg_catalog.pg_class c
          CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
-          LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
-         WHERE c.relnamespace = 'lance_catalog'::pg_catalog.regnamespace
-           AND c.relkind IN ('r', 'S', 'v', 'p')
-           AND a.grantee <> c.relowner
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lance_catalog'::pg_catalog.regnamespace::pg_catalog.oid
+           AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,S,v,p}'::pg_catalog."char"[])
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
     LOOP
         EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', rel, grantee);
     END LOOP;

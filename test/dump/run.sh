@@ -482,6 +482,42 @@ same "the read API answers after the update as the original" \
 	"$(grep -v '^\[{"seq"' <<<"$SRC_ANSWERS")" "$(answers_of upg 2>&1 | grep -v '^\[{"seq"')"
 check_works upg "updated catalog"
 
+# ---------------------------------------------------------------------------
+# Install and update with a hostile public schema: a role with CREATE on
+# the schema the extension goes in plants operators that match the
+# scripts' comparisons more closely than pg_catalog's; the superuser who
+# runs CREATE EXTENSION or ALTER EXTENSION UPDATE must never call them.
+# ---------------------------------------------------------------------------
+say "install and update with a hostile public schema"
+D postgres -c "CREATE ROLE ln_dump_hostile" >/dev/null
+for v in "" 0.2.0; do
+	db="hostile${v//./}"
+	D postgres -c "CREATE DATABASE $db" >/dev/null
+	D "$db" >/dev/null <<'SQL'
+GRANT CREATE ON SCHEMA public TO ln_dump_hostile;
+SET ROLE ln_dump_hostile;
+CREATE FUNCTION public.hijack_oid_regnamespace(oid, regnamespace) RETURNS boolean
+    LANGUAGE plpgsql AS $$ BEGIN ALTER ROLE ln_dump_hostile SUPERUSER; RETURN false; END $$;
+CREATE FUNCTION public.hijack_oid_int(oid, integer) RETURNS boolean
+    LANGUAGE plpgsql AS $$ BEGIN ALTER ROLE ln_dump_hostile SUPERUSER; RETURN false; END $$;
+CREATE FUNCTION public.hijack_char_text("char", text) RETURNS boolean
+    LANGUAGE plpgsql AS $$ BEGIN ALTER ROLE ln_dump_hostile SUPERUSER; RETURN false; END $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regnamespace, FUNCTION = public.hijack_oid_regnamespace);
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = integer, FUNCTION = public.hijack_oid_int);
+CREATE OPERATOR public.= (LEFTARG = "char", RIGHTARG = text, FUNCTION = public.hijack_char_text);
+RESET ROLE;
+SQL
+	if [[ -z "$v" ]]; then
+		D "$db" -c 'CREATE EXTENSION lance_namespace' >/dev/null
+	else
+		D "$db" -c "CREATE EXTENSION lance_namespace VERSION '$v'" -c 'ALTER EXTENSION lance_namespace UPDATE' >/dev/null
+	fi
+	same "${v:+update from $v, }install with a hostile public: the hostile role stays no superuser" "f" \
+		"$(D "$db" -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'ln_dump_hostile'")"
+	D "$db" -c 'SET lance_namespace.allow_drop_extension = on' -c 'DROP EXTENSION lance_namespace' >/dev/null
+	D postgres -c "ALTER ROLE ln_dump_hostile NOSUPERUSER" >/dev/null
+done
+
 SHOW_LOGS=0
 echo
 say "dump test: $CHECKS checks, $FAILED failed; $ROWS_COMPARED catalog rows compared; extension 0.1.0 -> $CONTROL_VERSION; $((SECONDS - START_SECONDS)) s"
