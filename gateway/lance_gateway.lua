@@ -88,14 +88,21 @@ local function word_set(text)
 	return set
 end
 
--- The content types a web page can send to any origin without asking first
--- (CORS "simple" requests), and a body without one: such a request may come
--- from a page the user merely visits, so it never reaches the catalog.
-local SIMPLE_TYPES = {
-	["text/plain"] = true,
-	["application/x-www-form-urlencoded"] = true,
-	["multipart/form-data"] = true,
+-- A body is JSON (application/json, or a +json type), or Arrow IPC, which
+-- the spec's data-plane routes take (they answer 406: the catalog serves no
+-- table data); anything else is refused.  The types a web page can send to
+-- any origin without asking first (CORS "simple" requests: text/plain,
+-- forms), or a body without a type, may come from a page the user merely
+-- visits.
+local ARROW_TYPES = {
+	["application/vnd.apache.arrow.stream"] = true,
+	["application/vnd.apache.arrow.file"] = true,
 }
+
+local function is_accepted_type(ctype)
+	return ctype == "application/json" or ctype:match("^application/[%w%.%-]+%+json$") ~= nil
+		or ARROW_TYPES[ctype] == true
+end
 
 -- Refuse what a browser may send on a web page's behalf: a foreign Host (DNS
 -- rebinding), a foreign Origin, a body of a type a page may post anywhere.
@@ -111,7 +118,7 @@ local function refusal(body)
 	end
 	if body and body ~= "" then
 		local ctype = (ngx.var.content_type or ""):lower():match("^%s*([^;%s]*)")
-		if ctype == "" or SIMPLE_TYPES[ctype] then
+		if not is_accepted_type(ctype) then
 			return 415, 13, "a request body must be JSON (content-type application/json)"
 		end
 	end

@@ -216,6 +216,28 @@ SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
     'actions', '[{"setStatusAction": {"status": "Failed"}}]'::jsonb)) ->> 'status' AS own_entry;
 RESET ROLE;
 
+-- Reading the feed costs one look-up per entry, those the reader may not
+-- see included (they are no gaps): 600 entries, every other one hidden
+-- from the reader, pass well within the time limit.
+SELECT max(seq) AS feed_start FROM lance_catalog.change \gset
+SELECT count(lance_create_table_version(jsonb_build_object(
+           'id', CASE WHEN v % 2 = 0 THEN '["acl", "t"]' ELSE '["acl_other", "o"]' END::jsonb,
+           'version', v, 'manifest_path', 'm/' || v))) AS entries
+  FROM generate_series(100, 699) v;
+SET track_functions = 'all';
+SELECT pg_stat_reset_single_function_counters('lance_catalog.may_read_change(text[], name)'::regprocedure);
+SET ROLE regress_ln_reader;
+SET statement_timeout = '30s';
+SELECT count(*) AS seen, min(versions[1]) AS first, max(versions[1]) AS last,
+       bool_and(objects = '{acl$t}') AS only_readable
+  FROM lance_changes(:feed_start, 1000);
+RESET statement_timeout;
+RESET ROLE;
+-- one check per entry, each entry once
+SELECT pg_stat_force_next_flush();
+SELECT calls AS entries_checked FROM pg_stat_user_functions WHERE funcname = 'may_read_change';
+RESET track_functions;
+
 --
 -- API keys: lance_rest acts as the key's role.  Without a key (and no
 -- anonymous role) it answers 401 with code 16; the calling role (the

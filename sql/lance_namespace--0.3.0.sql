@@ -200,6 +200,15 @@ CREATE FUNCTION lance_alter_transaction(request jsonb) RETURNS jsonb
 CREATE FUNCTION lance_catalog.change_in_flight(lo bigint, hi bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'lance_change_in_flight' LANGUAGE C VOLATILE STRICT;
 
+-- The number of the first entry of the change log numbered from_seq or
+-- later, whoever may read it: entry numbers say nothing of what changed.
+CREATE FUNCTION lance_catalog.next_change(from_seq bigint) RETURNS bigint
+    LANGUAGE sql STABLE STRICT SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT min(c.seq) FROM lance_catalog.change c WHERE c.seq >= from_seq;
+$$;
+
 -- The change log in commit order: the entries after `after`, at most
 -- max_entries.  Entry numbers are taken when a call runs, but transactions
 -- commit in another order, so an entry with a smaller number can become
@@ -208,15 +217,16 @@ CREATE FUNCTION lance_catalog.change_in_flight(lo bigint, hi bigint) RETURNS boo
 -- that asks again for "everything after the last entry it got" never misses
 -- one.  A number whose transaction rolled back is skipped.  Each look-up
 -- needs a fresh snapshot, so this runs in READ COMMITTED.  A caller sees the
--- entries it made and those that touched an object it can read
--- (lance_catalog.visible_change).
+-- entries it made and those whose objects it can all read
+-- (lance_catalog.visible_change); the others are passed over, and are no
+-- gaps.
 CREATE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
 RETURNS SETOF lance_catalog.change
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     entry    lance_catalog.change;
-    earliest bigint;
+    found_seq bigint;
     expected bigint;
     returned integer := 0;
 BEGIN
@@ -239,20 +249,20 @@ BEGIN
     -- entries are numbered from 1: an "after" below that means from the start
     expected := GREATEST(after, 0) + 1;
     WHILE returned < max_entries LOOP
-        SELECT * INTO entry FROM lance_catalog.visible_change c
-         WHERE c.seq >= expected ORDER BY c.seq LIMIT 1;
-        EXIT WHEN NOT FOUND;
-        IF entry.seq > expected THEN
+        found_seq := lance_catalog.next_change(expected);
+        EXIT WHEN found_seq IS NULL;
+        IF found_seq > expected THEN
             -- a gap: stop at it while its transaction may still commit
-            EXIT WHEN lance_catalog.change_in_flight(expected, entry.seq - 1);
+            EXIT WHEN lance_catalog.change_in_flight(expected, found_seq - 1);
             -- none is in flight; one may have committed since the look-up
-            SELECT pg_catalog.min(c.seq) INTO earliest FROM lance_catalog.visible_change c
-             WHERE c.seq >= expected AND c.seq < entry.seq;
-            CONTINUE WHEN earliest IS NOT NULL;
+            CONTINUE WHEN lance_catalog.next_change(expected) < found_seq;
         END IF;
-        RETURN NEXT entry;
-        returned := returned + 1;
-        expected := entry.seq + 1;
+        SELECT * INTO entry FROM lance_catalog.visible_change c WHERE c.seq = found_seq;
+        IF FOUND THEN
+            RETURN NEXT entry;
+            returned := returned + 1;
+        END IF;
+        expected := found_seq + 1;
     END LOOP;
 END
 $$;

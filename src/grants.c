@@ -8,12 +8,16 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 
 #include "access.h"
 #include "catalog.h"
@@ -161,6 +165,77 @@ lance_list_grants(PG_FUNCTION_ARGS)
 }
 
 /*
+ * What the current caller may read, by object path, for the entries one
+ * statement reads: a feed reader meets the same few objects in entry after
+ * entry.  Kept for one command of one transaction and one caller, so that a
+ * grant made since (which ends the command) is always seen.
+ */
+#define READABLE_KEY_SIZE 1024
+
+typedef struct ReadableEntry
+{
+	char path[READABLE_KEY_SIZE];
+	bool readable;
+} ReadableEntry;
+
+static HTAB *readable_cache = NULL;
+static LocalTransactionId readable_lxid = InvalidLocalTransactionId;
+static CommandId readable_command = InvalidCommandId;
+static Oid readable_caller = InvalidOid;
+
+static HTAB *
+readable_paths(void)
+{
+	CommandId command = GetCurrentCommandId(false);
+
+	if (readable_cache == NULL || readable_lxid != MyProc->lxid || readable_command != command ||
+		readable_caller != access_caller())
+	{
+		HASHCTL ctl;
+
+		/* an earlier transaction's table went with its memory */
+		if (readable_cache != NULL && readable_lxid == MyProc->lxid)
+			hash_destroy(readable_cache);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = READABLE_KEY_SIZE;
+		ctl.entrysize = sizeof(ReadableEntry);
+		ctl.hcxt = TopTransactionContext;
+		readable_cache = hash_create("lance_namespace readable paths", 64, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		readable_lxid = MyProc->lxid;
+		readable_command = command;
+		readable_caller = access_caller();
+	}
+	return readable_cache;
+}
+
+/* Whether the caller may read the object path `text` names (catalog session open). */
+static bool
+may_read_path_text(const char *text)
+{
+	HTAB *cache;
+	ReadableEntry *entry;
+	bool readable;
+	LnId id;
+
+	if (strlen(text) >= READABLE_KEY_SIZE)
+	{
+		id = ln_id_parse(text);
+		return access_may_read_path(&id);
+	}
+	cache = readable_paths();
+	entry = hash_search(cache, text, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->readable;
+	/* answered before it is kept: an error leaves no entry without an answer */
+	id = ln_id_parse(text);
+	readable = access_may_read_path(&id);
+	entry = hash_search(cache, text, HASH_ENTER, NULL);
+	entry->readable = readable;
+	return readable;
+}
+
+/*
  * lance_catalog.may_read_change(objects, role): whether the current user
  * may read a change log entry: one it (or a role whose privileges it has)
  * made, or one whose objects it can all read now (for an object gone since,
@@ -188,13 +263,9 @@ lance_may_read_change(PG_FUNCTION_ARGS)
 	catalog_begin();
 	for (int i = 0; i < n && may; i++)
 	{
-		LnId id;
-
 		CHECK_FOR_INTERRUPTS();
-		if (nulls[i])
-			continue;
-		id = ln_id_parse(TextDatumGetCString(names[i]));
-		may = access_may_read_path(&id);
+		if (!nulls[i])
+			may = may_read_path_text(TextDatumGetCString(names[i]));
 	}
 	catalog_end();
 	PG_RETURN_BOOL(may);

@@ -64,8 +64,9 @@ describe("gateway: requests a web page could send", { timeout: 60_000 }, () => {
     assert.equal(await exists("crossed"), 404);
   });
 
-  test("a text/plain, form or untyped body is 415, code 13, and changes nothing", async () => {
-    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", undefined]) {
+  test("a text/plain, form, other non-JSON or untyped body is 415, code 13, and changes nothing", async () => {
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                        "application/xml", "application/octet-stream", "text/json", undefined]) {
       const headers = type ? { "content-type": type } : {};
       const res = await raw("POST", nsRoute([ns, "posted"], "create"), { headers, body: "{}" });
       assert.equal(res.status, 415, `${type}: ${res.text}`);
@@ -82,6 +83,11 @@ describe("gateway: requests a web page could send", { timeout: 60_000 }, () => {
       });
       assert.equal(res.status, 200, `${host}: ${res.text}`);
     }
+    const problem = await raw("POST", nsRoute([ns], "describe"), {
+      headers: { "content-type": "application/merge-patch+json" },
+      body: "{}",
+    });
+    assert.equal(problem.status, 200, `a +json type: ${problem.text}`);
     const bare = await raw("POST", nsRoute([ns], "describe"));
     assert.equal(bare.status, 200, bare.text);
   });
