@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The front door: scripts/run.sh sets up and runs a catalog with its gateway
+# in a fresh LN_DATA, keeps an administrator's key in LN_DATA/api_key (mode
+# 0600) that the gateway takes, keeps that key on a rerun, replaces it once
+# revoked, and scripts/stop.sh stops it all.
+#
+# Runs as root.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
+# exits 0 only when every check passed.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try (default 54491)
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+
+WORK="$(mktemp -d)"
+chmod 755 "$WORK"
+DATA="$WORK/data"
+PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
+GW_PORT="$(find_free_port $((PORT + 1)))"
+START=$SECONDS
+
+run_catalog() { LN_DATA="$DATA" LN_PORT="$PORT" LN_GATEWAY_PORT="$GW_PORT" bash "$ROOT/scripts/run.sh"; }
+cleanup() {
+	LN_DATA="$DATA" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# status <key or ""> <path>: the HTTP status of a GET through the gateway
+status() {
+	local args=(-s -o /dev/null -w '%{http_code}')
+	[[ -n "$1" ]] && args+=(-H "x-api-key: $1")
+	curl "${args[@]}" "http://127.0.0.1:$GW_PORT$2"
+}
+key_of() { cat "$DATA/api_key" 2>/dev/null || true; }
+
+if run_catalog >"$WORK/run1.log" 2>&1; then
+	pass "scripts/run.sh in a fresh LN_DATA"
+else
+	fail "scripts/run.sh in a fresh LN_DATA" "$(tail -n 20 "$WORK/run1.log")"
+	exit 1
+fi
+KEY="$(key_of)"
+if is_api_key "$KEY"; then pass "LN_DATA/api_key holds an API key"; else fail "LN_DATA/api_key holds an API key" "got: ${KEY:0:20}"; fi
+check "LN_DATA/api_key is the caller's alone (mode 600)" "600 $(id -un)" "$(stat -c '%a %U' "$DATA/api_key")"
+grep -q "$DATA/api_key" "$WORK/run1.log" && pass "run.sh says where the key is and how to send it" ||
+	fail "run.sh says where the key is and how to send it" "$(tail -n 20 "$WORK/run1.log")"
+grep -q "x-api-key" "$WORK/run1.log" && pass "run.sh shows the x-api-key header" || fail "run.sh shows the x-api-key header"
+check "the gateway answers the key" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+check "the gateway refuses no key (401)" 401 "$(status "" /v1/namespace/%24/list)"
+check "the gateway connects as lance_gateway" "lance_gateway" \
+	"$("$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
+		-c "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name <> 'psql' AND usename = 'lance_gateway'")"
+
+if run_catalog >"$WORK/run2.log" 2>&1; then pass "scripts/run.sh again"; else fail "scripts/run.sh again" "$(tail -n 20 "$WORK/run2.log")"; fi
+check "a rerun keeps the working key" "$KEY" "$(key_of)"
+check "the kept key still works" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+
+"$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
+	-c "SELECT lance_revoke_api_key('${KEY:0:16}')" >/dev/null
+check "a revoked key is refused" 401 "$(status "$KEY" /v1/namespace/%24/list)"
+if run_catalog >"$WORK/run3.log" 2>&1; then pass "scripts/run.sh after the key was revoked"; else fail "scripts/run.sh after the key was revoked" "$(tail -n 20 "$WORK/run3.log")"; fi
+NEW="$(key_of)"
+if is_api_key "$NEW" && [[ "$NEW" != "$KEY" ]]; then pass "it makes a new key"; else fail "it makes a new key"; fi
+check "the new key works" 200 "$(status "$NEW" /v1/namespace/%24/list)"
+check "the new key's file is the caller's alone" "600" "$(stat -c '%a' "$DATA/api_key")"
+
+if LN_DATA="$DATA" bash "$ROOT/scripts/stop.sh" >"$WORK/stop.log" 2>&1; then pass "scripts/stop.sh"; else fail "scripts/stop.sh" "$(cat "$WORK/stop.log")"; fi
+check "nothing answers on the gateway's port once stopped" 000 "$(status "$NEW" /v1/namespace/%24/list || true)"
+
+echo
+say "run test: $CHECKS checks, $FAILS failed, $((SECONDS - START)) s"
+((FAILS == 0))
