@@ -91,4 +91,15 @@ describe("gateway: requests a web page could send", { timeout: 60_000 }, () => {
     const bare = await raw("POST", nsRoute([ns], "describe"));
     assert.equal(bare.status, 200, bare.text);
   });
+
+  test("a body over 8 MB is 413, code 13, as JSON, and changes nothing", async () => {
+    const big = JSON.stringify({ properties: { k: "x".repeat(9 * 1024 * 1024) } });
+    const res = await raw("POST", nsRoute([ns, "huge"], "create"), {
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(big)) },
+      body: big,
+    });
+    assert.equal(res.status, 413, res.text.slice(0, 200));
+    assert.equal(res.json?.code, 13, res.text.slice(0, 200));
+    assert.equal(await exists("huge"), 404);
+  });
 });
