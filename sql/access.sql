@@ -303,6 +303,10 @@ SET lance_namespace.root = '/tmp/lance_namespace_access/root';
 -- chooses), nor lets the catalog's choice land in another table's folder
 SET ROLE regress_ln_writer;
 SELECT lance_register_table('{"id": ["acl", "mine2"], "location": "/tmp/lance_namespace_access/root/team/free"}');
+-- however the file URI is spelled, as Lance reads it
+SELECT lance_register_table('{"id": ["acl", "mine2"], "location": "FILE:///tmp/lance_namespace_access/root/team/free"}');
+SELECT lance_register_table('{"id": ["acl", "mine2"], "location": "file:/tmp/lance_namespace_access/root/team/free"}');
+SELECT lance_register_table('{"id": ["acl", "mine2"], "location": "file://localhost/tmp/lance_namespace_access/root/team/free"}');
 SELECT lance_declare_table('{"id": ["acl", "mine2"], "location": "file:///tmp/lance_namespace_access/root/acl/../team/someone_elses/x"}');
 SELECT lance_declare_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS derived;
 RESET ROLE;

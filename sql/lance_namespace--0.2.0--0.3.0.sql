@@ -8,6 +8,16 @@
 -- chose their folders.
 ALTER TABLE lance_catalog.object ADD COLUMN location_derived boolean;
 
+-- Earlier scripts set this default with an unqualified nextval, which a
+-- nextval(text) in the extension's schema would have caught: set it again,
+-- by pg_catalog's name.
+ALTER TABLE lance_catalog.change ALTER COLUMN seq
+    SET DEFAULT pg_catalog.nextval('lance_catalog.change_seq'::pg_catalog.regclass);
+
+-- lance_catalog.local_path() now reads file:/p, file://localhost/p and the
+-- scheme in any case as Lance does: its index is made again.
+REINDEX INDEX lance_catalog.object_table_local_path_idx;
+
 -- Access control (0.3.0).  Callers are PostgreSQL roles: current_user in
 -- SQL, the role of the API key through lance_rest().  The API functions read
 -- and write the catalog as the owner of schema lance_catalog (see
@@ -116,7 +126,26 @@ BEGIN
            AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,S,v,p}'::pg_catalog."char"[])
            AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', rel, grantee);
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s CASCADE', rel, grantee);
+    END LOOP;
+    -- and rights on single columns
+    FOR rel, grantee IN
+        SELECT DISTINCT at.attrelid::pg_catalog.regclass::text,
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_attribute at
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) at.attrelid
+         CROSS JOIN LATERAL pg_catalog.aclexplode(at.attacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lance_catalog'::pg_catalog.regnamespace::pg_catalog.oid
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL (%s) ON %s FROM %s CASCADE',
+            (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(x.attname), ', ')
+               FROM pg_catalog.pg_attribute x
+              WHERE x.attrelid OPERATOR(pg_catalog.=) rel::pg_catalog.regclass::pg_catalog.oid
+                AND x.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT x.attisdropped),
+            rel, grantee);
     END LOOP;
 END
 $$;

@@ -116,7 +116,10 @@ CREATE TABLE lance_catalog.change (
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
-ALTER TABLE lance_catalog.change ALTER COLUMN seq SET DEFAULT nextval('lance_catalog.change_seq');
+-- pg_catalog's nextval by name, its argument typed: a nextval(text) in the
+-- extension's schema would otherwise be taken, and run on every entry.
+ALTER TABLE lance_catalog.change ALTER COLUMN seq
+    SET DEFAULT pg_catalog.nextval('lance_catalog.change_seq'::pg_catalog.regclass);
 
 COMMENT ON TABLE lance_catalog.change IS 'lance_namespace: one entry per change, in commit order by seq';
 
@@ -466,7 +469,26 @@ BEGIN
            AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,S,v,p}'::pg_catalog."char"[])
            AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', rel, grantee);
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s CASCADE', rel, grantee);
+    END LOOP;
+    -- and rights on single columns
+    FOR rel, grantee IN
+        SELECT DISTINCT at.attrelid::pg_catalog.regclass::text,
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_attribute at
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) at.attrelid
+         CROSS JOIN LATERAL pg_catalog.aclexplode(at.attacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lance_catalog'::pg_catalog.regnamespace::pg_catalog.oid
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL (%s) ON %s FROM %s CASCADE',
+            (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(x.attname), ', ')
+               FROM pg_catalog.pg_attribute x
+              WHERE x.attrelid OPERATOR(pg_catalog.=) rel::pg_catalog.regclass::pg_catalog.oid
+                AND x.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT x.attisdropped),
+            rel, grantee);
     END LOOP;
 END
 $$;

@@ -18,6 +18,7 @@
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "access.h"
 #include "catalog.h"
@@ -167,10 +168,13 @@ lance_list_grants(PG_FUNCTION_ARGS)
 /*
  * What the current caller may read, by object path, for the entries one
  * statement reads: a feed reader meets the same few objects in entry after
- * entry.  Kept for one command of one transaction and one caller, so that a
- * grant made since (which ends the command) is always seen.
+ * entry.  Kept for one statement of one transaction and one caller (and
+ * one command of it, so that a grant made since is seen), and for at most
+ * READABLE_MAX_PATHS short paths, so that it stays small; others are
+ * looked up each time.
  */
-#define READABLE_KEY_SIZE 1024
+#define READABLE_KEY_SIZE  256
+#define READABLE_MAX_PATHS 10000
 
 typedef struct ReadableEntry
 {
@@ -180,6 +184,7 @@ typedef struct ReadableEntry
 
 static HTAB *readable_cache = NULL;
 static LocalTransactionId readable_lxid = InvalidLocalTransactionId;
+static TimestampTz readable_statement = 0;
 static CommandId readable_command = InvalidCommandId;
 static Oid readable_caller = InvalidOid;
 
@@ -187,8 +192,10 @@ static HTAB *
 readable_paths(void)
 {
 	CommandId command = GetCurrentCommandId(false);
+	TimestampTz statement = GetCurrentStatementStartTimestamp();
 
-	if (readable_cache == NULL || readable_lxid != MyProc->lxid || readable_command != command ||
+	if (readable_cache == NULL || readable_lxid != MyProc->lxid ||
+		readable_statement != statement || readable_command != command ||
 		readable_caller != access_caller())
 	{
 		HASHCTL ctl;
@@ -196,6 +203,7 @@ readable_paths(void)
 		/* an earlier transaction's table went with its memory */
 		if (readable_cache != NULL && readable_lxid == MyProc->lxid)
 			hash_destroy(readable_cache);
+		readable_cache = NULL;
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = READABLE_KEY_SIZE;
 		ctl.entrysize = sizeof(ReadableEntry);
@@ -203,6 +211,7 @@ readable_paths(void)
 		readable_cache = hash_create("lance_namespace readable paths", 64, &ctl,
 									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 		readable_lxid = MyProc->lxid;
+		readable_statement = statement;
 		readable_command = command;
 		readable_caller = access_caller();
 	}
@@ -213,25 +222,26 @@ readable_paths(void)
 static bool
 may_read_path_text(const char *text)
 {
-	HTAB *cache;
+	HTAB *cache = NULL;
 	ReadableEntry *entry;
 	bool readable;
 	LnId id;
 
-	if (strlen(text) >= READABLE_KEY_SIZE)
+	if (strlen(text) < READABLE_KEY_SIZE)
 	{
-		id = ln_id_parse(text);
-		return access_may_read_path(&id);
+		cache = readable_paths();
+		entry = hash_search(cache, text, HASH_FIND, NULL);
+		if (entry != NULL)
+			return entry->readable;
 	}
-	cache = readable_paths();
-	entry = hash_search(cache, text, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry->readable;
-	/* answered before it is kept: an error leaves no entry without an answer */
 	id = ln_id_parse(text);
 	readable = access_may_read_path(&id);
-	entry = hash_search(cache, text, HASH_ENTER, NULL);
-	entry->readable = readable;
+	/* kept once answered: an error leaves no entry without an answer */
+	if (cache != NULL && hash_get_num_entries(cache) < READABLE_MAX_PATHS)
+	{
+		entry = hash_search(cache, text, HASH_ENTER, NULL);
+		entry->readable = readable;
+	}
 	return readable;
 }
 

@@ -223,15 +223,31 @@ normalize_path(const char *path)
 
 /*
  * The absolute file system path a location names, normalized (see
- * normalize_path), or NULL if it names none: an object store URI or a
- * relative path.  A file:// URI is percent-decoded, as Lance decodes it.
+ * normalize_path), or NULL if it names none: an object store URI, a
+ * relative path, or a file URI of another host.  A file URI is read as
+ * Lance reads it (the scheme in any case; file:///p, file:/p and
+ * file://localhost/p alike) and percent-decoded.
  */
 char *
 location_local_path(const char *location)
 {
-	if (strncmp(location, "file://", 7) == 0)
+	if (pg_strncasecmp(location, "file:", 5) == 0)
 	{
-		location = location_percent_decode(location + 7, strlen(location + 7), false);
+		const char *path = location + 5;
+
+		if (strncmp(path, "//", 2) == 0)
+		{
+			const char *authority = path + 2;
+			size_t authority_len = strcspn(authority, "/");
+
+			if (authority_len != 0 &&
+				!(authority_len == 9 && pg_strncasecmp(authority, "localhost", 9) == 0))
+				return NULL;
+			path = authority + authority_len;
+		}
+		if (path[0] != '/')
+			return NULL;
+		location = location_percent_decode(path, strlen(path), false);
 		/* escapes can spell any byte: a path that is not text names no folder we keep */
 		if (location == NULL || !pg_verify_mbstr(PG_UTF8, location, strlen(location), true))
 			return NULL;
