@@ -240,16 +240,15 @@ gateway_running() {
 }
 
 # The database role the gateway connects as: it logs in, is no superuser,
-# inherits nothing and owns nothing.  lance_rest() runs each request as the
-# role of the request's API key, which the gateway's role must be a member of
-# (as SET ROLE requires): membership in lance_admin lets it act for
-# administrator keys; GRANT <role> TO lance_gateway lets it act for others.
+# inherits nothing, owns nothing and is a member of no role.  lance_rest()
+# runs each request as the role of the request's API key: the key is the
+# authority, and the gateway's role needs nothing but EXECUTE.
 LN_GATEWAY_ROLE=lance_gateway
 
 # ensure_gateway_role <psql connection args...>: create the gateway's role
-# if it is missing (roles are cluster-wide, so once per cluster), hold it to
-# the attributes above and make it a member of lance_admin, which CREATE
-# EXTENSION lance_namespace creates.  Idempotent.  Connects as a superuser.
+# if it is missing (roles are cluster-wide, so once per cluster) and hold it
+# to the attributes above (an older run.sh made it a member of lance_admin:
+# that goes).  Idempotent.  Connects as a superuser.
 ensure_gateway_role() {
 	local owned
 	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@" >/dev/null <<'SQL'
@@ -263,7 +262,13 @@ END
 $$;
 ALTER ROLE lance_gateway LOGIN NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 COMMENT ON ROLE lance_gateway IS 'lance_namespace: the REST gateway; runs each request as its API key''s role';
-GRANT lance_admin TO lance_gateway;
+DO $$
+BEGIN
+    IF pg_catalog.pg_has_role('lance_gateway', 'lance_admin', 'MEMBER') THEN
+        REVOKE lance_admin FROM lance_gateway;
+    END IF;
+END
+$$;
 SQL
 	# pg_shdepend records owners in every database of the cluster
 	owned="$("$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@" -c \

@@ -18,7 +18,6 @@ export function uniqueName(prefix) {
 }
 
 /** The database role the gateway connects as (scripts/common.sh). */
-export const GATEWAY_ROLE = "lance_gateway";
 
 /**
  * A new connection of the official client to the gateway, sending API key
@@ -85,14 +84,14 @@ export function fails(res, status, code) {
 }
 
 /**
- * A role of the catalog database for a test: NOLOGIN, the gateway's role a
- * member of it (unless `gateway` is false) so that the gateway may act as it,
- * and an API key for it.  `drop()` revokes the key and drops the role; the
- * role's grants go with the namespaces they are on.
+ * A role of the catalog database for a test: NOLOGIN, with an API key for it
+ * (the gateway's role needs no membership in it: the key is the authority).
+ * `drop()` revokes the key and drops the role; the role's grants go with the
+ * namespaces they are on.
  */
-export function makeRole(prefix, { gateway = true } = {}) {
+export function makeRole(prefix) {
   const name = uniqueName(prefix);
-  psql(`CREATE ROLE :"role" NOLOGIN;${gateway ? ` GRANT :"role" TO :"gw";` : ""}`, { role: name, gw: GATEWAY_ROLE });
+  psql(`CREATE ROLE :"role" NOLOGIN;`, { role: name });
   const key = psql(`SELECT lance_create_api_key(:'role')`, { role: name });
   assert.match(key, /^lnk_[0-9a-f]{12}_[0-9a-f]{64}$/);
   return {
