@@ -167,6 +167,7 @@ run_group_tests() {
 	run_group worker bash "$ROOT/test/worker/run.sh"
 	run_group errors bash "$ROOT/test/errors/run.sh"
 	run_group linkrace bash "$ROOT/test/linkrace/run.sh"
+	run_group undorace bash "$ROOT/test/undorace/run.sh"
 	run_group gateway bash "$ROOT/test/gateway/run.sh"
 	run_group run bash "$ROOT/test/run/run.sh"
 	run_group memory bash "$ROOT/test/memory/run.sh"

@@ -520,6 +520,28 @@ copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_p
 }
 
 /*
+ * Hold final manifest `path` until this (sub)transaction ends: a
+ * transaction-scoped lock on the name, released with the transaction's
+ * other locks.  A writer that rolls back leaves the proc array, so that a
+ * newcomer finds its version row dead and takes the key at once, before
+ * its abort callback undoes its final manifest (undo_on_abort); it
+ * releases its locks only after that callback.  Waiting here for the name
+ * orders every link of a final manifest after the undo of the writer that
+ * had it before, so an undo never meets another writer's file, whatever
+ * its inode number.
+ */
+static void
+lock_final_name(const char *path)
+{
+	LOCKTAG tag;
+	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
+
+	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32)(h >> 32), (uint32)h, 0x4d46 /* "MF" */);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
  * Materialize a checked manifest at its final name.  The caller holds the
  * version's key in the catalog, so a final manifest already there is an
  * orphan of a writer that crashed or rolled back, and is replaced.
@@ -538,6 +560,7 @@ storage_materialize_manifest(const ManifestCopy *copy)
 		return;
 
 	root = storage_root_of(copy->final_file);
+	lock_final_name(copy->final_file);
 	dirfd = storage_open_parent(root, copy->final_file, &final_leaf, false);
 	temp_leaf = storage_leftover_name(final_leaf, TEMP_MARK);
 	temp = psprintf("%.*s%s", (int)(final_leaf - copy->final_file), copy->final_file, temp_leaf);
