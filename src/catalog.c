@@ -39,9 +39,13 @@ typedef enum CatalogStatement
 	STMT_DELETE_SUBTREE,
 	STMT_MOVE_OBJECT,
 	STMT_LIST_CHILDREN,
+	STMT_LIST_CHILDREN_READABLE,
 	STMT_LIST_TABLES_WITH_DATA,
+	STMT_LIST_TABLES_WITH_DATA_READABLE,
 	STMT_LIST_ALL_TABLES,
+	STMT_LIST_ALL_TABLES_READABLE,
 	STMT_LIST_ALL_TABLES_WITH_DATA,
+	STMT_LIST_ALL_TABLES_WITH_DATA_READABLE,
 	STMT_LOOKUP_TABLES,
 	STMT_INSERT_VERSIONS,
 	STMT_MARK_TABLES_WITH_DATA,
@@ -57,6 +61,8 @@ typedef enum CatalogStatement
 	STMT_LOOKUP_CHILD_ID,
 	STMT_LOOKUP_TABLE,
 	STMT_LOOKUP_TABLE_IN,
+	STMT_LOOKUP_TABLE_LATEST,
+	STMT_LOOKUP_TABLE_LATEST_IN,
 	STMT_INSERT_VERSION,
 	STMT_LOCATION_IN_USE,
 	STMT_LOCATION_TAKEN,
@@ -94,8 +100,7 @@ typedef struct StatementDef
 
 /*
  * The objects role $N may read: those it (or a role whose privileges it
- * has) holds a grant on, and everything below them.  Appended to the
- * listings as "AND ($N = 0 OR id IN " READABLE_BY("$N") ")"; 0 lists all.
+ * has) holds a grant on, and everything below them: the listings' filter.
  */
 #define READABLE_BY(role)                                                                          \
 	"(WITH RECURSIVE down(id) AS ("                                                                \
@@ -114,6 +119,26 @@ typedef struct StatementDef
 	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
 	"    WHERE up.parent_id <> 0)"                                                                 \
 	" SELECT names FROM up WHERE up.parent_id = 0)"
+
+/*
+ * The listings, each with a filter: "" for a caller that reads everything
+ * (an administrator, or one that can read the namespace), or the objects a
+ * role may read.  Two statements rather than one with an OR, which would
+ * keep the planner from the index order that a page needs.
+ */
+#define LIST_CHILDREN(filter)                                                                      \
+	"SELECT name FROM lance_catalog.object"                                                        \
+	" WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"              \
+	"   AND name > $3" filter " ORDER BY name LIMIT $4"
+#define LIST_TABLES_WITH_DATA(filter)                                                              \
+	"SELECT name FROM lance_catalog.object"                                                        \
+	" WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2" filter               \
+	" ORDER BY name LIMIT $3"
+#define LIST_ALL_TABLES(with_data, filter)                                                         \
+	"SELECT p.id, " TABLE_PATH " FROM ("                                                           \
+	"   SELECT id, parent_id, name FROM lance_catalog.object"                                      \
+	"    WHERE kind = 'table'" with_data " AND id > $1" filter "    ORDER BY id LIMIT $2) p"       \
+	" ORDER BY p.id"
 
 #define VERSION_COLUMNS                                                                            \
 	"version, manifest_path, manifest_size, e_tag, "                                               \
@@ -182,39 +207,25 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_MOVE_OBJECT] = {"UPDATE lance_catalog.object SET parent_id = $2, name = $3 WHERE id = $1",
 						  3,
 						  {INT8OID, INT8OID, TEXTOID}},
-	[STMT_LIST_CHILDREN] =
-		{"SELECT name FROM lance_catalog.object"
-		 " WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"
-		 "   AND name > $3"
-		 "   AND ($5 = 0 OR id IN " READABLE_BY("$5") ")"
-													  " ORDER BY name LIMIT $4",
-		 5,
-		 {INT8OID, BOOLOID, TEXTOID, INT4OID, OIDOID}},
-	[STMT_LIST_TABLES_WITH_DATA] =
-		{"SELECT name FROM lance_catalog.object"
-		 " WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2"
-		 "   AND ($4 = 0 OR id IN " READABLE_BY("$4") ")"
-													  " ORDER BY name LIMIT $3",
-		 4,
-		 {INT8OID, TEXTOID, INT4OID, OIDOID}},
-	[STMT_LIST_ALL_TABLES] = {"SELECT p.id, " TABLE_PATH " FROM ("
-							  "   SELECT id, parent_id, name FROM lance_catalog.object"
-							  "    WHERE kind = 'table' AND id > $1"
-							  "      AND ($3 = 0 OR id IN " READABLE_BY(
-								  "$3") ")"
-										"    ORDER BY id LIMIT $2) p"
-										" ORDER BY p.id",
-							  3,
-							  {INT8OID, INT4OID, OIDOID}},
-	[STMT_LIST_ALL_TABLES_WITH_DATA] = {"SELECT p.id, " TABLE_PATH " FROM ("
-										"   SELECT id, parent_id, name FROM lance_catalog.object"
-										"    WHERE kind = 'table' AND NOT declared AND id > $1"
-										"      AND ($3 = 0 OR id IN " READABLE_BY(
-											"$3") ")"
-												  "    ORDER BY id LIMIT $2) p"
-												  " ORDER BY p.id",
-										3,
-										{INT8OID, INT4OID, OIDOID}},
+	[STMT_LIST_CHILDREN] = {LIST_CHILDREN(""), 4, {INT8OID, BOOLOID, TEXTOID, INT4OID}},
+	[STMT_LIST_CHILDREN_READABLE] = {LIST_CHILDREN(" AND id IN " READABLE_BY("$5")),
+									 5,
+									 {INT8OID, BOOLOID, TEXTOID, INT4OID, OIDOID}},
+	[STMT_LIST_TABLES_WITH_DATA] = {LIST_TABLES_WITH_DATA(""), 3, {INT8OID, TEXTOID, INT4OID}},
+	[STMT_LIST_TABLES_WITH_DATA_READABLE] = {LIST_TABLES_WITH_DATA(" AND id IN " READABLE_BY("$4")),
+											 4,
+											 {INT8OID, TEXTOID, INT4OID, OIDOID}},
+	[STMT_LIST_ALL_TABLES] = {LIST_ALL_TABLES("", ""), 2, {INT8OID, INT4OID}},
+	[STMT_LIST_ALL_TABLES_READABLE] = {LIST_ALL_TABLES("", " AND id IN " READABLE_BY("$3")),
+									   3,
+									   {INT8OID, INT4OID, OIDOID}},
+	[STMT_LIST_ALL_TABLES_WITH_DATA] = {LIST_ALL_TABLES(" AND NOT declared", ""),
+										2,
+										{INT8OID, INT4OID}},
+	[STMT_LIST_ALL_TABLES_WITH_DATA_READABLE] = {LIST_ALL_TABLES(" AND NOT declared",
+																 " AND id IN " READABLE_BY("$3")),
+												 3,
+												 {INT8OID, INT4OID, OIDOID}},
 	[STMT_LOOKUP_TABLES] =
 		{"SELECT e.ord, o.id, o.location, o.declared"
 		 "  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::text[]))"
@@ -355,6 +366,34 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 							  " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
 							  3,
 							  {INT8OID, TEXTOID, TEXTOID}},
+	/*
+	 * The look-up of STMT_LOOKUP_TABLE(_IN) and the latest versions of the
+	 * table's main branch, in one statement: Lance's "which is the latest
+	 * version" (ListTableVersions descending, DescribeTableVersion without a
+	 * version) runs one executor, not two.  A table without versions has one
+	 * row, with NULL version columns.
+	 */
+	[STMT_LOOKUP_TABLE_LATEST] = {"SELECT 1::bigint, t.id, t.location, t.declared, v.*"
+								  "  FROM lance_catalog.object t"
+								  "  LEFT JOIN LATERAL (SELECT " VERSION_COLUMNS
+								  "                       FROM lance_catalog.version"
+								  "                      WHERE table_id = t.id AND branch = ''"
+								  "                      ORDER BY version DESC LIMIT $3) v ON true"
+								  " WHERE t.parent_id = $1 AND t.name = $2 AND t.kind = 'table'",
+								  3,
+								  {INT8OID, TEXTOID, INT4OID}},
+	[STMT_LOOKUP_TABLE_LATEST_IN] =
+		{"SELECT n.id, t.id, t.location, t.declared, v.*"
+		 "  FROM lance_catalog.object n"
+		 "  LEFT JOIN lance_catalog.object t"
+		 "         ON t.parent_id = n.id AND t.name = $3 AND t.kind = 'table'"
+		 "  LEFT JOIN LATERAL (SELECT " VERSION_COLUMNS
+		 "                       FROM lance_catalog.version"
+		 "                      WHERE table_id = t.id AND branch = ''"
+		 "                      ORDER BY version DESC LIMIT $4) v ON true"
+		 " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
+		 4,
+		 {INT8OID, TEXTOID, TEXTOID, INT4OID}},
 	/* one version: its table found by key and locked, as in STMT_INSERT_VERSIONS */
 	[STMT_INSERT_VERSION] =
 		{"INSERT INTO lance_catalog.version"
@@ -433,7 +472,6 @@ static MemoryContext result_cxt;
 /* The caller's identity and settings, while the catalog acts as its owner. */
 static Oid caller_user;
 static int caller_security;
-static int guc_nest_level;
 
 /*
  * Whether a catalog session is open, and in which subtransaction it began:
@@ -497,8 +535,8 @@ catalog_owner(void)
 /*
  * Start using the catalog.  Its tables are not the callers' to read or
  * write: the statements run as the owner of schema lance_catalog, as a
- * SECURITY DEFINER function would, with search_path set to pg_catalog so
- * that no object a caller made is ever found in its place.  Callers check
+ * SECURITY DEFINER function would, searching pg_catalog alone so that no
+ * object a caller made is ever found in its place.  Callers check
  * privileges (access.c) and name the caller where the catalog records one.
  * An error ends both switches with the (sub)transaction.
  */
@@ -520,9 +558,18 @@ catalog_begin(void)
 	result_cxt = CurrentMemoryContext;
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
-	guc_nest_level = NewGUCNestLevel();
-	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * Only pg_catalog (not even pg_temp) is searched while the catalog acts.
+	 * An override, not the search_path setting: setting it would make the
+	 * session's own statements look their search path up again after every
+	 * call.  The plans, made and kept under this same path, stay valid.
+	 */
+	{
+		OverrideSearchPath path = {
+			.schemas = NIL, .addCatalog = true, .addTemp = false, .generation = 0};
+
+		PushOverrideSearchPath(&path);
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
@@ -536,7 +583,7 @@ void
 catalog_end(void)
 {
 	SPI_finish();
-	AtEOXact_GUC(true, guc_nest_level);
+	PopOverrideSearchPath();
 	SetUserIdAndSecContext(caller_user, caller_security);
 	session_open = false;
 }
@@ -896,7 +943,9 @@ catalog_list_children(int64 parent_id, bool tables, bool include_declared, const
 		Datum values[4] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
 						   Int32GetDatum(limit), ObjectIdGetDatum(reader)};
 
-		execute(STMT_LIST_TABLES_WITH_DATA, values, NULL, 0);
+		execute(OidIsValid(reader) ? STMT_LIST_TABLES_WITH_DATA_READABLE
+								   : STMT_LIST_TABLES_WITH_DATA,
+				values, NULL, 0);
 	}
 	else
 	{
@@ -904,7 +953,8 @@ catalog_list_children(int64 parent_id, bool tables, bool include_declared, const
 						   CStringGetTextDatum(after), Int32GetDatum(limit),
 						   ObjectIdGetDatum(reader)};
 
-		execute(STMT_LIST_CHILDREN, values, NULL, 0);
+		execute(OidIsValid(reader) ? STMT_LIST_CHILDREN_READABLE : STMT_LIST_CHILDREN, values, NULL,
+				0);
 	}
 
 	n = (int)SPI_processed;
@@ -923,8 +973,13 @@ catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid re
 	int n;
 	bool isnull;
 
-	execute(include_declared ? STMT_LIST_ALL_TABLES : STMT_LIST_ALL_TABLES_WITH_DATA, values, NULL,
-			0);
+	if (OidIsValid(reader))
+		execute(include_declared ? STMT_LIST_ALL_TABLES_READABLE
+								 : STMT_LIST_ALL_TABLES_WITH_DATA_READABLE,
+				values, NULL, 0);
+	else
+		execute(include_declared ? STMT_LIST_ALL_TABLES : STMT_LIST_ALL_TABLES_WITH_DATA, values,
+				NULL, 0);
 	n = (int)SPI_processed;
 	*ids = MemoryContextAlloc(result_cxt, sizeof(int64) * (n + 1));
 	*paths = MemoryContextAlloc(result_cxt, sizeof(LnId) * (n + 1));
@@ -1104,18 +1159,25 @@ catalog_mark_tables_with_data(int n, const int64 *table_ids)
 	execute(STMT_MARK_TABLES_WITH_DATA, values, NULL, 0);
 }
 
+/* The VERSION_COLUMNS of result row `row`, from column `first` on. */
 static void
-result_version(uint64 row, LnTableVersion *v)
+result_version_at(uint64 row, int first, LnTableVersion *v)
 {
 	bool isnull;
 
-	v->version = DatumGetInt64(result_datum(row, 1, &isnull));
-	v->manifest_path = result_text(row, 2);
-	v->manifest_size = DatumGetInt64(result_datum(row, 3, &isnull));
+	v->version = DatumGetInt64(result_datum(row, first, &isnull));
+	v->manifest_path = result_text(row, first + 1);
+	v->manifest_size = DatumGetInt64(result_datum(row, first + 2, &isnull));
 	v->has_manifest_size = !isnull;
-	v->e_tag = result_text(row, 4);
-	v->timestamp_millis = DatumGetInt64(result_datum(row, 5, &isnull));
-	v->metadata = result_map(row, 6);
+	v->e_tag = result_text(row, first + 3);
+	v->timestamp_millis = DatumGetInt64(result_datum(row, first + 4, &isnull));
+	v->metadata = result_map(row, first + 5);
+}
+
+static void
+result_version(uint64 row, LnTableVersion *v)
+{
+	result_version_at(row, 1, v);
 }
 
 /*
@@ -1495,4 +1557,61 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 		(*created_at)[i] = DatumGetTimestampTz(result_datum(i, 4, &isnull));
 	}
 	return n;
+}
+
+/*
+ * As catalog_lookup_table_key, and the table's latest versions on main, at
+ * most `limit`, newest first, in one statement: *nversions of them in
+ * *versions (none when the table is missing).
+ */
+int
+catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name, const char *table_name,
+							int limit, CatalogObject *table, LnTableVersion **versions,
+							int *nversions)
+{
+	Datum values[4];
+	bool isnull;
+	int n;
+
+	memset(table, 0, sizeof(CatalogObject));
+	*nversions = 0;
+	*versions = NULL;
+	values[0] = Int64GetDatum(grandparent_id);
+	if (ns_name == NULL)
+	{
+		values[1] = CStringGetTextDatum(table_name);
+		values[2] = Int32GetDatum(limit);
+		execute(STMT_LOOKUP_TABLE_LATEST, values, NULL, 0);
+		if (SPI_processed == 0)
+			return 1;
+	}
+	else
+	{
+		values[1] = CStringGetTextDatum(ns_name);
+		values[2] = CStringGetTextDatum(table_name);
+		values[3] = Int32GetDatum(limit);
+		execute(STMT_LOOKUP_TABLE_LATEST_IN, values, NULL, 0);
+		if (SPI_processed == 0)
+			return 0;
+		(void)result_datum(0, 2, &isnull);
+		if (isnull)
+			return 1;
+	}
+	table->id = DatumGetInt64(result_datum(0, 2, &isnull));
+	table->location = result_text(0, 3);
+	table->declared = DatumGetBool(result_datum(0, 4, &isnull));
+	table->is_table = true;
+	table->name = MemoryContextStrdup(result_cxt, table_name);
+	table->properties.len = 0;
+
+	/* one row with NULL version columns: no versions */
+	n = (int)SPI_processed;
+	(void)result_datum(0, 5, &isnull);
+	if (isnull)
+		n = 0;
+	*versions = MemoryContextAllocZero(result_cxt, sizeof(LnTableVersion) * (n + 1));
+	for (int i = 0; i < n; i++)
+		result_version_at(i, 5, &(*versions)[i]);
+	*nversions = n;
+	return 2;
 }

@@ -92,6 +92,9 @@ extern bool catalog_lock_table_refs(int64 table_id);
 extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,
 									const char *table_name, CatalogObject *table);
 extern bool catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table);
+extern int catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name,
+									   const char *table_name, int limit, CatalogObject *table,
+									   LnTableVersion **versions, int *nversions);
 
 extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
 

@@ -109,15 +109,14 @@ objects_get_table(const LnId *id, CatalogLock lock, CatalogObject *table)
 }
 
 /*
- * As objects_get_table, reading only the table's keys, location and
- * declared state (no properties): the look-up version operations need, with
- * the table's namespace and the table found in one statement.
+ * The namespace above the table's namespace (the root for a table one or
+ * two levels down): the table's namespace and the table are then found in
+ * one statement.
  */
-void
-objects_get_table_key(const LnId *id, CatalogObject *table)
+static int64
+grandparent_of(const LnId *id)
 {
 	int64 grandparent = CATALOG_ROOT_ID;
-	int found;
 
 	if (id->len >= 2)
 	{
@@ -126,11 +125,48 @@ objects_get_table_key(const LnId *id, CatalogObject *table)
 			ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
 					 ln_id_string(id, id->len - 1));
 	}
-	found = catalog_lookup_table_key(grandparent, id->len >= 2 ? id->names[id->len - 2] : NULL,
-									 id->names[id->len - 1], table);
+	return grandparent;
+}
+
+/* A look-up's answer (0: no namespace, 1: no table, 2: found), raised if not found. */
+static void
+check_found(const LnId *id, int found)
+{
 	if (found == 0)
 		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
 				 ln_id_string(id, id->len - 1));
 	if (found == 1)
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist", ln_id_string(id, id->len));
+}
+
+/*
+ * As objects_get_table, reading only the table's keys, location and
+ * declared state (no properties): the look-up version operations need, with
+ * the table's namespace and the table found in one statement.
+ */
+void
+objects_get_table_key(const LnId *id, CatalogObject *table)
+{
+	int64 grandparent = grandparent_of(id);
+
+	check_found(id,
+				catalog_lookup_table_key(grandparent, id->len >= 2 ? id->names[id->len - 2] : NULL,
+										 id->names[id->len - 1], table));
+}
+
+/*
+ * As objects_get_table_key, and the table's latest versions on main, at
+ * most `limit`, newest first (their number is returned), in the same
+ * statement.
+ */
+int
+objects_get_table_latest(const LnId *id, int limit, CatalogObject *table, LnTableVersion **versions)
+{
+	int64 grandparent = grandparent_of(id);
+	int n;
+
+	check_found(
+		id, catalog_lookup_table_latest(grandparent, id->len >= 2 ? id->names[id->len - 2] : NULL,
+										id->names[id->len - 1], limit, table, versions, &n));
+	return n;
 }

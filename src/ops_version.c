@@ -56,6 +56,21 @@ op_list_table_versions(const LnRequest *req, LnResponse *resp)
 	int64 after = -1;
 	const char *branch;
 
+	/* the latest versions of main (Lance's look-up of the latest): one statement */
+	if (req->descending && ln_is_main_branch(req->branch) && limit > 0 &&
+		(req->page_token == NULL || req->page_token[0] == '\0'))
+	{
+		ln_require_table_id(req);
+		resp->fields = LN_RESP_VERSIONS;
+		resp->nversions = objects_get_table_latest(&req->id, limit, &table, &resp->versions);
+		if (resp->nversions == limit)
+		{
+			resp->fields |= LN_RESP_PAGE_TOKEN;
+			resp->page_token = psprintf(INT64_FORMAT, resp->versions[limit - 1].version);
+		}
+		return;
+	}
+
 	get_table(req, &table);
 	branch = branch_key(req, table.location);
 	if (req->page_token != NULL && req->page_token[0] != '\0')
@@ -83,6 +98,20 @@ void
 op_describe_table_version(const LnRequest *req, LnResponse *resp)
 {
 	CatalogObject table;
+
+	/* the latest version of main: the table and it in one statement */
+	if ((req->present & LN_REQ_VERSION) == 0 && ln_is_main_branch(req->branch))
+	{
+		LnTableVersion *latest;
+
+		ln_require_table_id(req);
+		if (objects_get_table_latest(&req->id, 1, &table, &latest) == 0)
+			ln_error(LN_TABLE_VERSION_NOT_FOUND, "table \"%s\" has no versions",
+					 ln_id_string(&req->id, req->id.len));
+		resp->version = latest[0];
+		resp->fields = LN_RESP_VERSION;
+		return;
+	}
 
 	get_table(req, &table);
 	versions_get(req, &table, &resp->version);
