@@ -1363,37 +1363,33 @@ catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_t
 
 /*
  * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
- * with ns_name NULL, directly under grandparent_id), keys and location only.
- * Returns 0 if the namespace is missing, 1 if the table is, 2 if found.
+ * with ns_name NULL, directly under grandparent_id) with statement `direct`
+ * or `in_namespace`, which answer (namespace or 1, table id, location,
+ * declared, ...) and take `limit` as their last argument if it is not
+ * negative.  Returns 0 if the namespace is missing, 1 if the table is, 2 if
+ * found (the result rows stay for the caller to read).
  */
-int
-catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *table_name,
-						 CatalogObject *table)
+static int
+lookup_table(CatalogStatement direct, CatalogStatement in_namespace, int64 grandparent_id,
+			 const char *ns_name, const char *table_name, int limit, CatalogObject *table)
 {
-	Datum values[3];
+	Datum values[4];
+	int nvalues = 0;
 	bool isnull;
 
 	memset(table, 0, sizeof(CatalogObject));
-	values[0] = Int64GetDatum(grandparent_id);
-	if (ns_name == NULL)
-	{
-		values[1] = CStringGetTextDatum(table_name);
-		execute(STMT_LOOKUP_TABLE, values, NULL, 1);
-		if (SPI_processed == 0)
-			return 1;
-	}
-	else
-	{
-		values[1] = CStringGetTextDatum(ns_name);
-		values[2] = CStringGetTextDatum(table_name);
-		execute(STMT_LOOKUP_TABLE_IN, values, NULL, 1);
-		if (SPI_processed == 0)
-			return 0;
-		(void)result_datum(0, 2, &isnull);
-		if (isnull)
-			return 1;
-	}
-	/* both statements answer (namespace or 1, table id, location, declared) */
+	values[nvalues++] = Int64GetDatum(grandparent_id);
+	if (ns_name != NULL)
+		values[nvalues++] = CStringGetTextDatum(ns_name);
+	values[nvalues++] = CStringGetTextDatum(table_name);
+	if (limit >= 0)
+		values[nvalues++] = Int32GetDatum(limit);
+	execute(ns_name != NULL ? in_namespace : direct, values, NULL, limit >= 0 ? 0 : 1);
+	if (SPI_processed == 0)
+		return ns_name != NULL ? 0 : 1;
+	(void)result_datum(0, 2, &isnull);
+	if (isnull)
+		return 1;
 	table->id = DatumGetInt64(result_datum(0, 2, &isnull));
 	table->location = result_text(0, 3);
 	table->declared = DatumGetBool(result_datum(0, 4, &isnull));
@@ -1401,6 +1397,19 @@ catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *
 	table->name = MemoryContextStrdup(result_cxt, table_name);
 	table->properties.len = 0;
 	return 2;
+}
+
+/*
+ * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
+ * with ns_name NULL, directly under grandparent_id), keys and location only.
+ * Returns 0 if the namespace is missing, 1 if the table is, 2 if found.
+ */
+int
+catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *table_name,
+						 CatalogObject *table)
+{
+	return lookup_table(STMT_LOOKUP_TABLE, STMT_LOOKUP_TABLE_IN, grandparent_id, ns_name,
+						table_name, -1, table);
 }
 
 /* True if a table other than except_id is at the local folder `path` (canonical). */
@@ -1569,41 +1578,15 @@ catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name, const cha
 							int limit, CatalogObject *table, LnTableVersion **versions,
 							int *nversions)
 {
-	Datum values[4];
-	bool isnull;
+	int found = lookup_table(STMT_LOOKUP_TABLE_LATEST, STMT_LOOKUP_TABLE_LATEST_IN, grandparent_id,
+							 ns_name, table_name, limit, table);
 	int n;
+	bool isnull;
 
-	memset(table, 0, sizeof(CatalogObject));
 	*nversions = 0;
 	*versions = NULL;
-	values[0] = Int64GetDatum(grandparent_id);
-	if (ns_name == NULL)
-	{
-		values[1] = CStringGetTextDatum(table_name);
-		values[2] = Int32GetDatum(limit);
-		execute(STMT_LOOKUP_TABLE_LATEST, values, NULL, 0);
-		if (SPI_processed == 0)
-			return 1;
-	}
-	else
-	{
-		values[1] = CStringGetTextDatum(ns_name);
-		values[2] = CStringGetTextDatum(table_name);
-		values[3] = Int32GetDatum(limit);
-		execute(STMT_LOOKUP_TABLE_LATEST_IN, values, NULL, 0);
-		if (SPI_processed == 0)
-			return 0;
-		(void)result_datum(0, 2, &isnull);
-		if (isnull)
-			return 1;
-	}
-	table->id = DatumGetInt64(result_datum(0, 2, &isnull));
-	table->location = result_text(0, 3);
-	table->declared = DatumGetBool(result_datum(0, 4, &isnull));
-	table->is_table = true;
-	table->name = MemoryContextStrdup(result_cxt, table_name);
-	table->properties.len = 0;
-
+	if (found != 2)
+		return found;
 	/* one row with NULL version columns: no versions */
 	n = (int)SPI_processed;
 	(void)result_datum(0, 5, &isnull);
