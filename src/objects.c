@@ -8,15 +8,6 @@
 #include "objects.h"
 #include "request.h"
 
-const char *
-objects_property(const LnMap *properties, const char *key)
-{
-	for (int i = 0; i < properties->len; i++)
-		if (strcmp(properties->keys[i], key) == 0)
-			return properties->values[i];
-	return NULL;
-}
-
 /*
  * The id of the namespace the first `len` names of `id` name, or -1 if a
  * name is missing or names a table.  Reads only keys: no properties.
@@ -75,7 +66,7 @@ objects_find_namespace(const LnId *id, int len, CatalogLock lock, CatalogObject 
 			return false;
 		if (base != NULL)
 		{
-			const char *location = objects_property(&ns->properties, "location");
+			const char *location = ln_map_get(&ns->properties, "location");
 
 			if (location != NULL && location[0] != '\0')
 			{

@@ -24,6 +24,5 @@ extern int64 objects_namespace_id(const LnId *id, int len);
 extern void objects_get_table_key(const LnId *id, CatalogObject *table);
 extern int objects_get_table_latest(const LnId *id, int limit, CatalogObject *table,
 									LnTableVersion **versions);
-extern const char *objects_property(const LnMap *properties, const char *key);
 
 #endif /* LN_OBJECTS_H */

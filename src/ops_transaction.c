@@ -71,16 +71,6 @@ op_describe_transaction(const LnRequest *req, LnResponse *resp)
 	get_transaction(transaction_id_of(req), false, resp);
 }
 
-/* The index of `key` in `map`, or -1. */
-static int
-map_find(const LnMap *map, const char *key)
-{
-	for (int i = 0; i < map->len; i++)
-		if (strcmp(map->keys[i], key) == 0)
-			return i;
-	return -1;
-}
-
 /*
  * AlterTransaction: apply every action to the entry, in order, all or none
  * (an error leaves the entry as it was: the caller's transaction aborts).
@@ -123,7 +113,7 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 							 "only an administrator sets a transaction's status to Queued");
 				break;
 			case LN_ACTION_SET_PROPERTY:
-				at = map_find(props, a->key);
+				at = ln_map_index(props, a->key);
 				if (at < 0)
 				{
 					(void)ln_parse_enum(a->mode, "mode", set_modes, SET_OVERWRITE);
@@ -145,7 +135,7 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 					}
 				break;
 			case LN_ACTION_UNSET_PROPERTY:
-				at = map_find(props, a->key);
+				at = ln_map_index(props, a->key);
 				if (ln_parse_enum(a->mode, "mode", unset_modes, UNSET_SKIP) == UNSET_FAIL && at < 0)
 					ln_error(LN_INVALID_INPUT, "property \"%s\" of transaction \"%s\" is not set",
 							 a->key, id);

@@ -159,3 +159,22 @@ ln_compare_ids(const LnId *a, const LnId *b)
 	}
 	return a->len - b->len;
 }
+
+/* The index of `key` in `map`, or -1. */
+int
+ln_map_index(const LnMap *map, const char *key)
+{
+	for (int i = 0; i < map->len; i++)
+		if (strcmp(map->keys[i], key) == 0)
+			return i;
+	return -1;
+}
+
+/* The value of `key` in `map`, or NULL. */
+const char *
+ln_map_get(const LnMap *map, const char *key)
+{
+	int i = ln_map_index(map, key);
+
+	return i < 0 ? NULL : map->values[i];
+}

@@ -24,6 +24,8 @@ extern LnId ln_id_prefix(const LnId *id, int len);
 extern int ln_page_limit(const LnRequest *req);
 extern void ln_cut_page(LnResponse *resp, int limit);
 extern LnMap ln_empty_map(void);
+extern int ln_map_index(const LnMap *map, const char *key);
+extern const char *ln_map_get(const LnMap *map, const char *key);
 extern int ln_compare_ids(const LnId *a, const LnId *b);
 
 #endif /* LN_REQUEST_H */

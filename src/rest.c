@@ -32,6 +32,7 @@
 #include "json_edge.h"
 #include "location.h"
 #include "registry.h"
+#include "request.h"
 #include "rest.h"
 
 /*
@@ -282,24 +283,6 @@ match_route(const char *pattern, const char *path, char **id_segment)
 	}
 }
 
-static const char *
-query_param(const LnMap *query, const char *key)
-{
-	for (int i = 0; i < query->len; i++)
-		if (strcmp(query->keys[i], key) == 0)
-			return query->values[i];
-	return NULL;
-}
-
-static const char *
-header_value(const LnMap *headers, const char *name)
-{
-	for (int i = 0; i < headers->len; i++)
-		if (strcmp(headers->keys[i], name) == 0)
-			return headers->values[i];
-	return NULL;
-}
-
 /*
  * The role a request acts as: its API key's (x-api-key, or Authorization:
  * Bearer), or without one the anonymous role if one is set.  The key is the
@@ -311,8 +294,8 @@ header_value(const LnMap *headers, const char *name)
 static Oid
 request_role(const LnMap *headers)
 {
-	const char *key = header_value(headers, "x-api-key");
-	const char *authorization = header_value(headers, "authorization");
+	const char *key = ln_map_get(headers, "x-api-key");
+	const char *authorization = ln_map_get(headers, "authorization");
 	Oid role;
 
 	if (key == NULL && authorization != NULL && pg_strncasecmp(authorization, "bearer ", 7) == 0)
@@ -358,7 +341,7 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		LnRequest req;
 		LnResponse resp;
 		LnId path_id;
-		const char *delimiter = query_param(query, "delimiter");
+		const char *delimiter = ln_map_get(query, "delimiter");
 
 		Oid role;
 		Oid gateway_user;
