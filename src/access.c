@@ -32,19 +32,11 @@ static Oid caller = InvalidOid;
 static bool caller_is_admin = false;
 static Oid list_reader = InvalidOid;
 
-static const char *const privilege_names[] = {"read", "write", "manage"};
-
-const char *
-access_privilege_name(LnPrivilege privilege)
-{
-	return privilege_names[privilege];
-}
-
 LnPrivilege
 access_parse_privilege(const char *name)
 {
-	for (int i = 0; i < (int)lengthof(privilege_names); i++)
-		if (name != NULL && strcmp(name, privilege_names[i]) == 0)
+	for (int i = LN_PRIV_READ; i <= LN_PRIV_MANAGE; i++)
+		if (name != NULL && strcmp(name, ln_privilege_name((LnPrivilege)i)) == 0)
 			return (LnPrivilege)i;
 	ln_error(LN_INVALID_INPUT, "field \"privilege\" must be one of read, write, manage");
 }
@@ -173,13 +165,10 @@ raise_not_found(const LnId *id, int len, bool is_namespace)
 static void
 raise_denied(const LnId *id, int len, bool is_namespace, LnPrivilege privilege)
 {
-	ln_error_detail(LN_PERMISSION_DENIED,
-					"Ask a role with manage on it to run lance_grant for your role.",
-					"role \"%s\" may not %s %s \"%s\"", access_caller_name(),
-					privilege == LN_PRIV_READ	 ? "read"
-					: privilege == LN_PRIV_WRITE ? "write"
-												 : "manage",
-					is_namespace ? "namespace" : "table", ln_id_string(id, len));
+	ln_error_detail(
+		LN_PERMISSION_DENIED, "Ask a role with manage on it to run lance_grant for your role.",
+		"role \"%s\" may not %s %s \"%s\"", access_caller_name(), ln_privilege_name(privilege),
+		is_namespace ? "namespace" : "table", ln_id_string(id, len));
 }
 
 /*

@@ -21,7 +21,6 @@ extern void access_require(int64 object_id, const LnId *id, int len, bool is_nam
 						   LnPrivilege privilege);
 extern bool access_caller_is_admin(void);
 extern bool access_may_read_path(const LnId *id);
-extern const char *access_privilege_name(LnPrivilege privilege);
 extern LnPrivilege access_parse_privilege(const char *name);
 
 #endif /* LN_ACCESS_H */

@@ -1444,12 +1444,16 @@ catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***loc
 	return n;
 }
 
+/* `least` and the privileges that include it, as a text[] */
 static Datum
 privileges_datum(LnPrivilege least)
 {
-	static char *names[] = {"read", "write", "manage"};
+	char *names[LN_PRIV_MANAGE + 1];
+	int n = 0;
 
-	return text_array_datum(names + least, lengthof(names) - least);
+	for (int i = least; i <= LN_PRIV_MANAGE; i++)
+		names[n++] = (char *)ln_privilege_name((LnPrivilege)i);
+	return text_array_datum(names, n);
 }
 
 /*
@@ -1471,9 +1475,9 @@ catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
 bool
 catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by)
 {
-	static const char *names[] = {"read", "write", "manage"};
 	Datum values[4] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
-					   CStringGetTextDatum(names[privilege]), ObjectIdGetDatum(granted_by)};
+					   CStringGetTextDatum(ln_privilege_name(privilege)),
+					   ObjectIdGetDatum(granted_by)};
 
 	execute(STMT_INSERT_GRANT, values, NULL, 0);
 	return SPI_processed > 0;
@@ -1483,9 +1487,8 @@ catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid grant
 bool
 catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege)
 {
-	static const char *names[] = {"read", "write", "manage"};
 	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
-					   CStringGetTextDatum(names[privilege])};
+					   CStringGetTextDatum(ln_privilege_name(privilege))};
 
 	execute(STMT_DELETE_GRANT, values, NULL, 0);
 	return SPI_processed > 0;

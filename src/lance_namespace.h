@@ -42,6 +42,15 @@ typedef enum LnPrivilege
 	LN_PRIV_MANAGE
 } LnPrivilege;
 
+/* A privilege's name, as grants, the registry and messages spell it. */
+static inline const char *
+ln_privilege_name(LnPrivilege privilege)
+{
+	static const char *const names[] = {"read", "write", "manage"};
+
+	return names[privilege];
+}
+
 /*
  * The request members an operation reads.  Each member has a bit; an
  * operation names the bits it knows, and the decoder ignores every other key,

@@ -36,18 +36,3 @@ registry_commit_operation(LnCommitKind kind)
 	}
 	pg_unreachable();
 }
-
-const char *
-registry_privilege_name(LnPrivilege privilege)
-{
-	switch (privilege)
-	{
-		case LN_PRIV_READ:
-			return "read";
-		case LN_PRIV_WRITE:
-			return "write";
-		case LN_PRIV_MANAGE:
-			return "manage";
-	}
-	pg_unreachable();
-}

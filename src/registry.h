@@ -47,6 +47,5 @@ typedef enum LnOperationIndex
 extern const LnOperationDef ln_operations[LN_NUM_OPERATIONS];
 
 extern const LnOperationDef *registry_commit_operation(LnCommitKind kind);
-extern const char *registry_privilege_name(LnPrivilege privilege);
 
 #endif /* LN_REGISTRY_H */

@@ -51,7 +51,7 @@ lance_operations(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(op->http_method);
 		values[3] = CStringGetTextDatum(op->http_path);
 		values[4] = BoolGetDatum((op->flags & LN_OP_CHANGES) != 0);
-		values[5] = CStringGetTextDatum(registry_privilege_name(op->privilege));
+		values[5] = CStringGetTextDatum(ln_privilege_name(op->privilege));
 		values[6] = BoolGetDatum(op->handler != NULL);
 		if (op->not_served != NULL)
 			values[7] = CStringGetTextDatum(op->not_served);
