@@ -26,3 +26,15 @@ fail() {
 check() {
 	if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
 }
+
+# new_work_dir: a temporary folder the postgres user may enter, and the
+# places of a test cluster in it: WORK, PGDATA_DIR, SOCK (its socket
+# folder) and TABLES.
+new_work_dir() {
+	WORK="$(mktemp -d)"
+	chown postgres:postgres "$WORK"
+	chmod 755 "$WORK"
+	PGDATA_DIR="$WORK/pgdata"
+	SOCK="$WORK/run"
+	TABLES="$WORK/tables"
+}

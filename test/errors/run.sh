@@ -18,12 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
-WORK="$(mktemp -d)"
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-PGDATA_DIR="$WORK/pgdata"
-SOCK="$WORK/run"
-TABLES="$WORK/tables"
+new_work_dir
 PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
 
 cleanup() {

@@ -32,12 +32,7 @@ unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS
 command -v curl >/dev/null || die "the gateway test needs curl"
 command -v openssl >/dev/null || die "the gateway test needs openssl"
 
-WORK="$(mktemp -d)"
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-PGDATA_DIR="$WORK/pgdata"
-SOCK="$WORK/run"
-TABLES="$WORK/tables"
+new_work_dir
 HTTP_PREFIX="$WORK/gw-http"
 TLS_PREFIX="$WORK/gw-https"
 DB=gateway

@@ -32,12 +32,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-WORK="$(mktemp -d)"
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-PGDATA_DIR="$WORK/pgdata"
-SOCK="$WORK/run"
-TABLES="$WORK/tables"
+new_work_dir
 CANARY="$WORK/canary"
 LINKS="$WORK/links"
 OUT="$WORK/out"

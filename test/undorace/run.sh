@@ -26,12 +26,7 @@ unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 command -v gdb >/dev/null || die "gdb is needed (apt-get install gdb)"
 
-WORK="$(mktemp -d)"
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-PGDATA_DIR="$WORK/pgdata"
-SOCK="$WORK/run"
-TABLES="$WORK/tables"
+new_work_dir
 PORT="$(find_free_port "${LN_TEST_PORT:-54501}")"
 START=$SECONDS
 GDB_PID="" A_PID=""
