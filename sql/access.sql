@@ -348,8 +348,16 @@ SELECT lance_list_namespaces('{"id": ["acl"]}');
 SELECT lance_list_all_tables('{}') -> 'tables' AS tables;
 SELECT lance_declare_table('{"id": ["acl", "evil", "t"], "location": "s3://b/evil"}') ->> 'location' AS declared;
 SELECT count(*) >= 0 AS feed_read FROM lance_changes(0, 10);
-RESET search_path;
+CREATE FUNCTION public.evil_ne(text, text) RETURNS boolean
+    LANGUAGE plpgsql AS $$ BEGIN ALTER ROLE regress_ln_evil SUPERUSER; RETURN true; END $$;
+CREATE OPERATOR public.<> (LEFTARG = text, RIGHTARG = text, FUNCTION = public.evil_ne);
 RESET ROLE;
+RESET search_path;
+-- a superuser's first read of the feed in a session with that schema first
+\c -
+SET search_path = public, pg_catalog;
+SELECT count(*) >= 0 AS feed_read_by_superuser FROM lance_changes(0, 10);
+RESET search_path;
 SELECT rolsuper AS evil_became_superuser FROM pg_roles WHERE rolname = 'regress_ln_evil';
 
 --

@@ -174,6 +174,8 @@ $$;
 CREATE OR REPLACE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
 RETURNS SETOF lance_catalog.change
 LANGUAGE plpgsql VOLATILE
+-- pg_catalog's operators, whatever the caller's search_path
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     entry    lance_catalog.change;
