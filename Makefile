@@ -1,6 +1,6 @@
 # lance_namespace: a Lance Namespace catalog inside PostgreSQL.
 EXTENSION = lance_namespace
-EXTVERSION = 0.3.0
+EXTVERSION = 0.4.0
 
 MODULE_big = lance_namespace
 OBJS = \
@@ -14,6 +14,7 @@ OBJS = \
 	src/access.o \
 	src/grants.o \
 	src/api_keys.o \
+	src/storage_settings.o \
 	src/registry.o \
 	src/ops_namespace.o \
 	src/ops_table.o \
@@ -29,7 +30,10 @@ OBJS = \
 	src/json_edge.o \
 	src/request.o \
 	src/catalog.o \
+	src/storage_backend.o \
 	src/storage.o \
+	src/storage_s3.o \
+	src/s3_client.o \
 	src/storage_refs.o \
 	src/storage_fs.o \
 	src/location.o \
@@ -48,7 +52,7 @@ ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batc
 ISOLATION_DB = isolation_regression
 ISOLATION_OPTS = --use-existing
 
-SHLIB_LINK += -ljson-c
+SHLIB_LINK += -ljson-c -lcurl
 PG_CONFIG ?= pg_config
 
 # Our own code builds warning-free under -Wall -Wextra.  PostgreSQL's headers

@@ -78,6 +78,10 @@ typedef enum CatalogStatement
 	STMT_AUTHENTICATE,
 	STMT_DELETE_API_KEY,
 	STMT_LIST_API_KEYS,
+	STMT_SET_STORAGE,
+	STMT_REMOVE_STORAGE,
+	STMT_LIST_STORAGE,
+	STMT_FIND_STORAGE,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -464,6 +468,31 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "  FROM lance_catalog.api_key ORDER BY created_at, id",
 		 0,
 		 {InvalidOid}},
+	[STMT_SET_STORAGE] =
+		{"INSERT INTO lance_catalog.storage (location, options, set_by)"
+		 " VALUES ($1, pg_catalog.jsonb_object($2, $3), $4::pg_catalog.regrole)"
+		 " ON CONFLICT (location) DO UPDATE"
+		 "   SET options = excluded.options, set_by = excluded.set_by, set_at = pg_catalog.now()",
+		 4,
+		 {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID}},
+	[STMT_REMOVE_STORAGE] = {"DELETE FROM lance_catalog.storage WHERE location = $1 RETURNING 1",
+							 1,
+							 {TEXTOID}},
+	[STMT_LIST_STORAGE] = {"SELECT s.location, o.key, o.value FROM lance_catalog.storage s"
+						   "  LEFT JOIN LATERAL pg_catalog.jsonb_each_text(s.options) o ON true"
+						   " ORDER BY s.location, o.key COLLATE \"C\"",
+						   0,
+						   {InvalidOid}},
+	/* the longest prefix of folder key $1 that has a setting, with its options */
+	[STMT_FIND_STORAGE] =
+		{"SELECT s.location, o.key, o.value"
+		 "  FROM (SELECT location, options FROM lance_catalog.storage"
+		 "         WHERE location = $1 OR pg_catalog.starts_with($1, location || '/')"
+		 "         ORDER BY pg_catalog.length(location) DESC LIMIT 1) s"
+		 "  LEFT JOIN LATERAL pg_catalog.jsonb_each_text(s.options) o ON true"
+		 " ORDER BY o.key COLLATE \"C\"",
+		 1,
+		 {TEXTOID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -1600,4 +1629,83 @@ catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name, const cha
 		result_version_at(i, 5, &(*versions)[i]);
 	*nversions = n;
 	return 2;
+}
+
+/* Keep the storage setting of `location` (a folder key), replacing one there was. */
+void
+catalog_set_storage(const char *location, const LnMap *options, Oid set_by)
+{
+	Datum values[4] = {CStringGetTextDatum(location), text_array_datum(options->keys, options->len),
+					   text_array_datum(options->values, options->len), ObjectIdGetDatum(set_by)};
+
+	execute(STMT_SET_STORAGE, values, NULL, 0);
+}
+
+/* Forget the storage setting of `location`; false if there was none. */
+bool
+catalog_remove_storage(const char *location)
+{
+	Datum values[1] = {CStringGetTextDatum(location)};
+
+	execute(STMT_REMOVE_STORAGE, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* Gather rows (location, key, value) of one location or many into settings. */
+static int
+gather_settings(char ***locations, LnMap **options)
+{
+	int n = 0;
+
+	*locations = MemoryContextAlloc(result_cxt, sizeof(char *) * (SPI_processed + 1));
+	*options = MemoryContextAllocZero(result_cxt, sizeof(LnMap) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char *location = result_text(i, 1);
+		char *key = result_text(i, 2);
+		LnMap *map;
+
+		if (n == 0 || strcmp((*locations)[n - 1], location) != 0)
+		{
+			(*locations)[n] = location;
+			(*options)[n].keys =
+				MemoryContextAlloc(result_cxt, sizeof(char *) * (SPI_processed + 1));
+			(*options)[n].values =
+				MemoryContextAlloc(result_cxt, sizeof(char *) * (SPI_processed + 1));
+			n++;
+		}
+		if (key == NULL)
+			continue; /* a setting without options */
+		map = &(*options)[n - 1];
+		map->keys[map->len] = key;
+		map->values[map->len++] = result_text(i, 3);
+	}
+	return n;
+}
+
+/* Every storage setting, by location, with its options (secrets included). */
+int
+catalog_list_storage(char ***locations, LnMap **options)
+{
+	execute(STMT_LIST_STORAGE, NULL, NULL, 0);
+	return gather_settings(locations, options);
+}
+
+/*
+ * The storage setting that covers folder key `folder` (location_folder_key):
+ * the longest prefix that has one.  False if none does.
+ */
+bool
+catalog_find_storage(const char *folder, char **prefix, LnMap *options)
+{
+	Datum values[1] = {CStringGetTextDatum(folder)};
+	char **locations;
+	LnMap *maps;
+
+	execute(STMT_FIND_STORAGE, values, NULL, 0);
+	if (gather_settings(&locations, &maps) == 0)
+		return false;
+	*prefix = locations[0];
+	*options = maps[0];
+	return true;
 }

@@ -106,6 +106,10 @@ extern int catalog_list_grants(int64 object_id, char ***roles, char ***privilege
 extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by);
 extern Oid catalog_authenticate(const char *id, const char *key);
 extern bool catalog_delete_api_key(const char *id);
+extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);
+extern bool catalog_remove_storage(const char *location);
+extern int catalog_list_storage(char ***locations, LnMap **options);
+extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at);
 

@@ -15,4 +15,23 @@ extern void frame_check_served(const LnOperationDef *op);
 extern void frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp);
 extern void frame_raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
 
+/* Run `body` for a SQL entry point, answering only Lance errors. */
+#define LANCE_SQL_ENTRY(result, body)                                                              \
+	do                                                                                             \
+	{                                                                                              \
+		MemoryContext call_cxt_ = CurrentMemoryContext;                                            \
+		ln_error_set_element(NULL);                                                                \
+		PG_TRY();                                                                                  \
+		{                                                                                          \
+			if (PG_ARGISNULL(0))                                                                   \
+				ln_error(LN_INVALID_INPUT, "the request must be a JSON object, not NULL");         \
+			(result) = (body);                                                                     \
+		}                                                                                          \
+		PG_CATCH();                                                                                \
+		{                                                                                          \
+			frame_raise_as_lance_error(call_cxt_);                                                 \
+		}                                                                                          \
+		PG_END_TRY();                                                                              \
+	} while (0)
+
 #endif /* LN_FRAME_H */

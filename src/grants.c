@@ -99,25 +99,6 @@ grant_or_revoke(Jsonb *request, bool grant)
 	return json_encode_grant(&id, role_name, privilege_name, changed, transaction_id);
 }
 
-/* Run `body` for a SQL entry point, answering only Lance errors. */
-#define LANCE_SQL_ENTRY(result, body)                                                              \
-	do                                                                                             \
-	{                                                                                              \
-		MemoryContext call_cxt_ = CurrentMemoryContext;                                            \
-		ln_error_set_element(NULL);                                                                \
-		PG_TRY();                                                                                  \
-		{                                                                                          \
-			if (PG_ARGISNULL(0))                                                                   \
-				ln_error(LN_INVALID_INPUT, "the request must be a JSON object, not NULL");         \
-			(result) = (body);                                                                     \
-		}                                                                                          \
-		PG_CATCH();                                                                                \
-		{                                                                                          \
-			frame_raise_as_lance_error(call_cxt_);                                                 \
-		}                                                                                          \
-		PG_END_TRY();                                                                              \
-	} while (0)
-
 PG_FUNCTION_INFO_V1(lance_grant);
 Datum
 lance_grant(PG_FUNCTION_ARGS)

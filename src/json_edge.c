@@ -1152,3 +1152,79 @@ json_encode_grants(const LnId *id, int n, char **roles, char **privileges)
 	json_object_object_add(root, "grants", grants);
 	return tree_to_jsonb(root);
 }
+
+/*
+ * A request of lance_set_storage (with_options) or lance_remove_storage:
+ * {"location": "s3://bucket/prefix", "options": {"name": "value", ...}}.
+ * Option values are strings, as Lance takes them; a boolean or a number is
+ * taken as its JSON text ("allow_http": true is "true").
+ */
+void
+json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options)
+{
+	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
+	JsonTree *tree = parse_text(text, "the request", true);
+	json_object *member;
+	int n = 0;
+
+	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
+		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
+	*location = required_name(tree->root, "location");
+	if (!with_options)
+	{
+		release_tree(tree);
+		return;
+	}
+	if (!json_object_object_get_ex(tree->root, "options", &member) || member == NULL ||
+		!json_object_is_type(member, json_type_object))
+		ln_error(LN_INVALID_INPUT, "field \"options\" is required: an object of storage options");
+	options->len = json_object_object_length(member);
+	options->keys = palloc(sizeof(char *) * (options->len + 1));
+	options->values = palloc(sizeof(char *) * (options->len + 1));
+	{
+		json_object_object_foreach(member, key, value)
+		{
+			if (!pg_verify_mbstr(PG_UTF8, key, strlen(key), true) || key[0] == '\0')
+				ln_error(LN_INVALID_INPUT,
+						 "field \"options\" has a key that is empty or not UTF-8");
+			options->keys[n] = pstrdup(key);
+			if (json_object_is_type(value, json_type_boolean) ||
+				json_object_is_type(value, json_type_int) ||
+				json_object_is_type(value, json_type_double))
+				options->values[n] = pstrdup(json_object_to_json_string(value));
+			else
+				options->values[n] = decode_string(value, "options.", key);
+			n++;
+		}
+	}
+	release_tree(tree);
+}
+
+/*
+ * lance_list_storage's answer, and lance_set_storage's (one setting, not in
+ * a list): {"storage": [{"location": ..., "options": {...}}, ...]}.
+ */
+Jsonb *
+json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one)
+{
+	json_object *list = json_object_new_array_ext(n);
+	json_object *root;
+
+	for (int i = 0; i < n; i++)
+	{
+		json_object *setting = json_object_new_object();
+
+		json_object_object_add(setting, "location", json_object_new_string(locations[i]));
+		json_object_object_add(setting, "options", new_map(&options[i]));
+		json_object_array_add(list, setting);
+	}
+	if (one && n == 1)
+	{
+		root = json_object_get(json_object_array_get_idx(list, 0));
+		json_object_put(list);
+		return tree_to_jsonb(root);
+	}
+	root = json_object_new_object();
+	json_object_object_add(root, "storage", list);
+	return tree_to_jsonb(root);
+}

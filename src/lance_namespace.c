@@ -8,6 +8,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "catalog.h"
 #include "changes.h"
 #include "extension_guard.h"
 #include "location.h"
@@ -24,6 +25,8 @@ _PG_init(void)
 {
 	location_init();
 	storage_init();
+	/* storage finds S3 settings in the catalog without knowing it */
+	storage_set_settings_finder(catalog_find_storage);
 	changes_init();
 	rest_init();
 	extension_guard_init();

@@ -257,12 +257,64 @@ location_local_path(const char *location)
 	return normalize_path(location);
 }
 
-/* lance_catalog.local_path(location): for comparing local folders however spelled. */
+/*
+ * Split an S3 location "s3://bucket/key" into its bucket and its object key
+ * prefix: percent-decoded as Lance decodes the URI's path, "." and ".."
+ * resolved and "//" collapsed as on disk, no leading or trailing slash ("" for
+ * the bucket itself).  False if it is no S3 location, or one whose bucket or
+ * key is not plain text.
+ */
+bool
+location_s3_parse(const char *location, char **bucket, char **key)
+{
+	const char *rest;
+	size_t bucket_len;
+	char *path;
+
+	if (pg_strncasecmp(location, "s3://", 5) != 0)
+		return false;
+	rest = location + 5;
+	bucket_len = strcspn(rest, "/?#");
+	/* bucket names are 3 to 63 lower-case letters, digits, '.' and '-' */
+	if (bucket_len < 3 || bucket_len > 63 ||
+		strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789.-") < bucket_len)
+		return false;
+	if (rest[bucket_len] != '\0' && rest[bucket_len] != '/')
+		return false;
+	path = location_percent_decode(rest + bucket_len, strlen(rest + bucket_len), false);
+	if (path == NULL || !pg_verify_mbstr(PG_UTF8, path, strlen(path), true))
+		return false;
+	path = normalize_path(psprintf("/%s", path));
+	*bucket = pnstrdup(rest, bucket_len);
+	*key = pstrdup(path + 1);
+	return true;
+}
+
+/*
+ * The folder a location names, in one spelling for comparing locations
+ * however written: the canonical local path (location_local_path), or
+ * "s3://bucket/key" for an S3 location; NULL for any other.
+ */
+char *
+location_folder_key(const char *location)
+{
+	char *bucket;
+	char *key;
+
+	if (location_s3_parse(location, &bucket, &key))
+		return psprintf("s3://%s%s%s", bucket, key[0] ? "/" : "", key);
+	return location_local_path(location);
+}
+
+/*
+ * lance_catalog.local_path(location): for comparing table folders however
+ * spelled (location_folder_key; the name is older than S3 support).
+ */
 PG_FUNCTION_INFO_V1(lance_local_path);
 Datum
 lance_local_path(PG_FUNCTION_ARGS)
 {
-	char *path = location_local_path(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	char *path = location_folder_key(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
 	if (path == NULL)
 		PG_RETURN_NULL();

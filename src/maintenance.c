@@ -50,7 +50,7 @@ maintenance_process_drops(bool wait)
 	for (int i = 0; i < n; i++)
 	{
 		LnMap properties = {0, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
-		char *path = locations[i] ? location_local_path(locations[i]) : NULL;
+		char *path = locations[i] ? location_folder_key(locations[i]) : NULL;
 		char *reason;
 
 		CHECK_FOR_INTERRUPTS();

@@ -59,7 +59,7 @@ get_local_table(const LnRequest *req, bool lock, CatalogObject *table)
 static void
 check_branch_folder(const LnRequest *req, const CatalogObject *table)
 {
-	char *folder = psprintf("%s/tree/%s", location_local_path(table->location), req->name);
+	char *folder = psprintf("%s/tree/%s", location_folder_key(table->location), req->name);
 
 	if (catalog_location_in_use(folder, table->id))
 		ln_error(LN_INVALID_INPUT,
@@ -310,7 +310,7 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 
 	/* the branch's own first manifest, finding the source's files where they are */
 	source_manifest = storage_read_table_manifest(table.location, fork.manifest_path, &source_len);
-	source_folder = location_local_path(table.location);
+	source_folder = location_folder_key(table.location);
 	if (source.branch != NULL)
 		source_folder = psprintf("%s/tree/%s", source_folder, source.branch);
 	manifest = branch_manifest_make(source_manifest, source_len, req->name, source.branch,
@@ -360,7 +360,7 @@ op_delete_table_branch(const LnRequest *req, LnResponse *resp)
 	get_local_table(req, true, &table);
 	check_branch_folder(req, &table);
 	/* wait for the version calls in flight on the branch, and keep new ones out */
-	storage_lock_folder(psprintf("%s/tree/%s", location_local_path(table.location), req->name),
+	storage_lock_folder(psprintf("%s/tree/%s", location_folder_key(table.location), req->name),
 						true);
 	if (storage_read_ref(table.location, "branches", req->name) == NULL)
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",

@@ -54,7 +54,7 @@ raise_name_taken(const LnId *id, const CatalogObject *existing)
  * it is for tables whose manifests the catalog can write.
  */
 static void
-describe_table_entry(const CatalogObject *table, LnResponse *resp)
+describe_table_entry(const LnRequest *req, const CatalogObject *table, LnResponse *resp)
 {
 	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES |
 					LN_RESP_MANAGED_VERSIONING;
@@ -62,6 +62,14 @@ describe_table_entry(const CatalogObject *table, LnResponse *resp)
 	resp->storage_options = ln_empty_map();
 	resp->properties = table->properties;
 	resp->managed_versioning = storage_is_managed(table->location);
+	/*
+	 * The options of the table's store, credentials included: the caller
+	 * reads (DescribeTable) or writes (DeclareTable) the table, which the
+	 * frame checked, and a Lance client opens the table with exactly these.
+	 * vend_credentials false asks for none.
+	 */
+	if (!((req->present & LN_REQ_VEND_CREDENTIALS) && !req->vend_credentials))
+		(void)storage_options_for(table->location, &resp->storage_options);
 }
 
 void
@@ -154,7 +162,7 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 						"only an administrator places table \"%s\" at a folder of its choice below "
 						"lance_namespace.local_roots",
 						ln_id_string(&req->id, req->id.len));
-	path = location_local_path(location);
+	path = location_folder_key(location);
 	/* exclusive: two registrations of one folder must not both find it free */
 	storage_lock_folder(path, true);
 	if (catalog_location_taken(path, except_id))
@@ -245,7 +253,7 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 	}
 	check_location_free(req, table.location, table.id);
 	changes_touch(&req->id, req->id.len, false, -1);
-	describe_table_entry(&table, resp);
+	describe_table_entry(req, &table, resp);
 }
 
 void
@@ -334,7 +342,7 @@ op_describe_table(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
-	describe_table_entry(&table, resp);
+	describe_table_entry(req, &table, resp);
 	describe_table_at(req, &table, resp);
 	if (req->with_table_uri)
 	{

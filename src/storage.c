@@ -42,6 +42,7 @@
 
 #include "error.h"
 #include "location.h"
+#include "s3_client.h"
 #include "storage.h"
 #include "storage_internal.h"
 
@@ -291,6 +292,7 @@ storage_init(void)
 							   "them the catalog answers managed_versioning and writes each "
 							   "version's manifest.",
 							   &local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
+	s3_init();
 	RegisterXactCallback(storage_xact_callback, NULL);
 	RegisterSubXactCallback(storage_subxact_callback, NULL);
 }
@@ -367,7 +369,7 @@ real_path_of(const char *path)
  * Links that lead elsewhere are the registrant's business.
  */
 void
-storage_check_location(const char *location)
+local_check_location(const char *location)
 {
 	char *path = location_local_path(location);
 	char *root;
@@ -394,7 +396,7 @@ storage_check_location(const char *location)
  * path strictly below one of the folders in lance_namespace.local_roots.
  */
 bool
-storage_is_managed(const char *location)
+local_is_managed(const char *location)
 {
 	return managing_root(location_local_path(location), false) != NULL;
 }
@@ -403,10 +405,10 @@ storage_is_managed(const char *location)
  * Check a CreateTableVersion's staging manifest before anything is written:
  * it must be a regular file (not a symbolic link) directly in the _versions
  * folder of the table (or of the table's branch), and that folder must be a
- * real folder.  Fills `copy` with what storage_materialize_manifest needs.
+ * real folder.  Fills `copy` with what local_materialize_manifest needs.
  */
 void
-storage_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
+local_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
 					   const char *manifest_path, ManifestCopy *copy)
 {
 	char *table_dir = location_local_path(location);
@@ -530,8 +532,8 @@ copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_p
  * had it before, so an undo never meets another writer's file, whatever
  * its inode number.
  */
-static void
-lock_final_name(const char *path)
+void
+storage_lock_final_name(const char *path)
 {
 	LOCKTAG tag;
 	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
@@ -547,7 +549,7 @@ lock_final_name(const char *path)
  * orphan of a writer that crashed or rolled back, and is replaced.
  */
 void
-storage_materialize_manifest(const ManifestCopy *copy)
+local_materialize_manifest(const ManifestCopy *copy)
 {
 	char *root;
 	const char *final_leaf;
@@ -560,7 +562,7 @@ storage_materialize_manifest(const ManifestCopy *copy)
 		return;
 
 	root = storage_root_of(copy->final_file);
-	lock_final_name(copy->final_file);
+	storage_lock_final_name(copy->final_file);
 	dirfd = storage_open_parent(root, copy->final_file, &final_leaf, false);
 	temp_leaf = storage_leftover_name(final_leaf, TEMP_MARK);
 	temp = psprintf("%.*s%s", (int)(final_leaf - copy->final_file), copy->final_file, temp_leaf);
@@ -689,13 +691,14 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (undo_list != NULL || storage_refs_pending())
+			if (undo_list != NULL || storage_refs_pending() || s3_has_pending())
 				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that changed files on "
-										 "local storage (versions, tags or branches)");
+										 "storage (versions, tags or branches)");
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 			storage_refs_apply();
+			s3_apply_pending();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -704,6 +707,7 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 				run_quietly(finish_on_commit, u);
 			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			undo_list = NULL;
+			s3_end_transaction(true);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -713,6 +717,7 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 				run_quietly(undo_on_abort, u);
 			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			undo_list = NULL;
+			s3_end_transaction(false);
 			break;
 		default:
 			break;
@@ -727,6 +732,7 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
 
 	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
 		return;
+	s3_end_subtransaction(event == SUBXACT_EVENT_COMMIT_SUB, mySubid, parentSubid);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		fs_release(false, mySubid);
@@ -766,7 +772,7 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
  * redirect it.
  */
 char *
-storage_remove_table_data(const char *location)
+local_remove_table_data(const char *location)
 {
 	char *path = location_local_path(location);
 	char *root;
@@ -947,13 +953,13 @@ sweep_entry(int dirfd, const char *name, void *arg pg_attribute_unused())
  * files removed and originals put back.
  */
 void
-storage_sweep_table(const char *location, int *removed, int *restored)
+local_sweep_table(const char *location, int *removed, int *restored)
 {
 	static const char *const parts[] = {"_versions", "_refs", "tree"};
 	char *folder;
 	char *root;
 
-	if (!storage_is_managed(location))
+	if (!local_is_managed(location))
 		return;
 	folder = location_local_path(location);
 	root = managing_root(folder, false);

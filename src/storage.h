@@ -1,8 +1,10 @@
 /*
  * storage.h
- *		Manifests on local storage, for tables whose versions the catalog
- *		manages: path safety, materializing a staged manifest at its final
- *		name, and undoing that when the transaction rolls back.
+ *		Manifests, tags and branches of the tables whose versions the
+ *		catalog manages, on local storage or in an S3 bucket: path safety,
+ *		materializing a staged manifest at its final name, and undoing that
+ *		when the transaction rolls back.  Paths below are the file system's
+ *		for a local table and keys in the bucket for an S3 one.
  */
 #ifndef LN_STORAGE_H
 #define LN_STORAGE_H
@@ -15,11 +17,24 @@ typedef struct ManifestCopy
 	char *staging_file; /* file system path of the staging manifest */
 	char *final_file;	/* file system path of the final manifest */
 	char *final_path;	/* the final path in the form the client sent */
+	char *location;		/* the table's location */
 	int64 size;
 	bool already_final; /* the client sent the final name itself */
 } ManifestCopy;
 
+/*
+ * How storage finds the storage setting that covers a folder key
+ * (location_folder_key; the longest matching prefix): its prefix and options.  Set at start by the
+ * module that reads the catalog, so that storage need not know it.
+ */
+typedef bool (*StorageSettingsFinder)(const char *folder, char **prefix, LnMap *options);
+
 extern void storage_init(void);
+extern void storage_set_settings_finder(StorageSettingsFinder finder);
+extern void storage_forget_settings(void);
+extern bool storage_options_for(const char *location, LnMap *options);
+extern bool storage_option_is_secret(const char *name);
+extern void storage_check_setting(const char *location, const LnMap *options);
 extern bool storage_is_managed(const char *location);
 extern void storage_check_location(const char *location);
 extern bool storage_has_local_roots(void);

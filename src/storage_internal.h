@@ -1,9 +1,11 @@
 /*
  * storage_internal.h
- *		What storage.c and storage_refs.c share: reaching files under the
- *		local roots through folder descriptors (storage_fs.h), the undo of
- *		file changes on rollback, and the pending ref changes applied at
- *		pre-commit.  Included by those two files alone.
+ *		What the storage modules share: the backends behind storage.h (the
+ *		local one in storage.c and storage_refs.c, the S3 one in
+ *		storage_s3.c), reaching files under the local roots through folder
+ *		descriptors (storage_fs.h), the undo of file changes on rollback,
+ *		and the pending ref changes applied at pre-commit.  Included by the
+ *		storage modules alone.
  */
 #ifndef LN_STORAGE_INTERNAL_H
 #define LN_STORAGE_INTERNAL_H
@@ -21,7 +23,77 @@
 #define SET_ASIDE_MARK ".deleted-x"
 #define TEMP_MARK	   ".tmp-x"
 
+/*
+ * One kind of store.  storage_backend.c picks a table's backend by its
+ * location and calls it; another store (Azure, GCS) is one more of these.
+ */
+typedef struct StorageBackend
+{
+	bool (*is_managed)(const char *location);
+	void (*check_location)(const char *location);
+	void (*sweep_table)(const char *location, int *removed, int *restored);
+	void (*check_manifest)(const char *location, const char *branch, int64 version, bool v1_naming,
+						   const char *manifest_path, ManifestCopy *copy);
+	void (*materialize_manifest)(const ManifestCopy *copy);
+	char *(*remove_table_data)(const char *location);
+	char *(*read_ref)(const char *location, const char *kind, const char *name);
+	bool (*write_ref)(const char *location, const char *kind, const char *name, const char *content,
+					  bool create);
+	bool (*delete_ref)(const char *location, const char *kind, const char *name);
+	int (*list_refs)(const char *location, const char *kind, char ***names);
+	char *(*read_table_manifest)(const char *location, const char *manifest_path, size_t *len);
+	char *(*write_branch_manifest)(const char *location, const char *branch, int64 version,
+								   const char *bytes, size_t len, const char *like_path);
+	bool (*branch_exists)(const char *location, const char *branch);
+	void (*delete_branch_data)(const char *location, const char *branch, bool has_children);
+} StorageBackend;
+
+/* the local backend: storage.c */
+extern bool local_is_managed(const char *location);
+extern void local_check_location(const char *location);
+extern void local_sweep_table(const char *location, int *removed, int *restored);
+extern void local_check_manifest(const char *location, const char *branch, int64 version,
+								 bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+extern void local_materialize_manifest(const ManifestCopy *copy);
+extern char *local_remove_table_data(const char *location);
+/* and storage_refs.c */
+extern char *local_read_ref(const char *location, const char *kind, const char *name);
+extern bool local_write_ref(const char *location, const char *kind, const char *name,
+							const char *content, bool create);
+extern bool local_delete_ref(const char *location, const char *kind, const char *name);
+extern int local_list_refs(const char *location, const char *kind, char ***names);
+extern char *local_read_table_manifest(const char *location, const char *manifest_path,
+									   size_t *len);
+extern char *local_write_branch_manifest(const char *location, const char *branch, int64 version,
+										 const char *bytes, size_t len, const char *like_path);
+extern bool local_branch_exists(const char *location, const char *branch);
+extern void local_delete_branch_data(const char *location, const char *branch, bool has_children);
+
+/* the S3 backend: storage_s3.c */
+extern bool s3_manages(const char *location);
+extern bool s3_options_for(const char *location, LnMap *options);
+extern void s3_check_manifest(const char *location, const char *branch, int64 version,
+							  bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+extern void s3_materialize_manifest(const ManifestCopy *copy);
+extern char *s3_remove_table_data(const char *location);
+extern char *s3_read_ref(const char *location, const char *kind, const char *name);
+extern bool s3_write_ref(const char *location, const char *kind, const char *name,
+						 const char *content, bool create);
+extern bool s3_delete_ref(const char *location, const char *kind, const char *name);
+extern int s3_list_refs(const char *location, const char *kind, char ***names);
+extern char *s3_read_table_manifest(const char *location, const char *manifest_path, size_t *len);
+extern char *s3_write_branch_manifest(const char *location, const char *branch, int64 version,
+									  const char *bytes, size_t len, const char *like_path);
+extern bool s3_branch_exists(const char *location, const char *branch);
+extern void s3_delete_branch_data(const char *location, const char *branch, bool has_children);
+extern bool s3_has_pending(void);
+extern void s3_apply_pending(void);
+extern void s3_end_transaction(bool commit);
+extern void s3_end_subtransaction(bool commit, SubTransactionId mySubid,
+								  SubTransactionId parentSubid);
+
 /* storage.c */
+extern void storage_lock_final_name(const char *path);
 extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 extern char *storage_root_of(const char *path);
 extern char *storage_leftover_name(const char *leaf, const char *mark);

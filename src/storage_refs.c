@@ -195,7 +195,7 @@ add_pending(const char *path, const char *folder, const char *name, const char *
 
 /* The content of a ref file, as this transaction sees it, or NULL if there is none. */
 char *
-storage_read_ref(const char *location, const char *kind, const char *name)
+local_read_ref(const char *location, const char *kind, const char *name)
 {
 	char *path = ref_file(location, kind, name);
 	PendingRef *p = pending_change(path);
@@ -284,7 +284,7 @@ write_temp(const char *path, const char *content)
  * existing one (false if there is none).
  */
 bool
-storage_write_ref(const char *location, const char *kind, const char *name, const char *content,
+local_write_ref(const char *location, const char *kind, const char *name, const char *content,
 				  bool create)
 {
 	char *path = ref_file(location, kind, name);
@@ -299,7 +299,7 @@ storage_write_ref(const char *location, const char *kind, const char *name, cons
 
 /* Delete a ref file when the transaction commits; false if there is none. */
 bool
-storage_delete_ref(const char *location, const char *kind, const char *name)
+local_delete_ref(const char *location, const char *kind, const char *name)
 {
 	char *path = ref_file(location, kind, name);
 
@@ -469,7 +469,7 @@ compare_names(const void *a, const void *b)
 
 /* The names of a table's refs of one kind, in byte order. */
 int
-storage_list_refs(const char *location, const char *kind, char ***names)
+local_list_refs(const char *location, const char *kind, char ***names)
 {
 	char *folder = refs_folder(location, kind);
 	int dirfd = storage_open_folder(storage_root_of(folder), folder, true);
@@ -528,12 +528,12 @@ storage_list_refs(const char *location, const char *kind, char ***names)
 
 /* True if Lance's file or folder of a branch exists. */
 bool
-storage_branch_exists(const char *location, const char *branch)
+local_branch_exists(const char *location, const char *branch)
 {
 	struct stat st;
 	char *versions = psprintf("%s/tree/%s/_versions", table_folder(location), branch);
 
-	if (storage_read_ref(location, "branches", branch) != NULL)
+	if (local_read_ref(location, "branches", branch) != NULL)
 		return true;
 	return !pending_removal_above(versions) && entry_exists(versions, &st) && S_ISDIR(st.st_mode);
 }
@@ -544,7 +544,7 @@ storage_branch_exists(const char *location, const char *branch)
  * branch a) live inside that folder: then it stays, as Lance leaves it.
  */
 void
-storage_delete_branch_data(const char *location, const char *branch, bool has_children)
+local_delete_branch_data(const char *location, const char *branch, bool has_children)
 {
 	if (!has_children)
 		add_pending(psprintf("%s/tree/%s", table_folder(location), branch), NULL, NULL, NULL,
@@ -566,7 +566,7 @@ manifest_local_path(const char *manifest_path)
  * table's folder.
  */
 char *
-storage_read_table_manifest(const char *location, const char *manifest_path, size_t *len)
+local_read_table_manifest(const char *location, const char *manifest_path, size_t *len)
 {
 	char *folder = table_folder(location);
 	char *path = manifest_local_path(manifest_path);
@@ -589,7 +589,7 @@ storage_read_table_manifest(const char *location, const char *manifest_path, siz
  * form of `like_path`, another manifest path the catalog records.
  */
 char *
-storage_write_branch_manifest(const char *location, const char *branch, int64 version,
+local_write_branch_manifest(const char *location, const char *branch, int64 version,
 							  const char *bytes, size_t len, const char *like_path)
 {
 	char *folder = table_folder(location);

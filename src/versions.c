@@ -60,7 +60,7 @@ branch_key(const LnRequest *req, const char *location)
 		return "";
 	/* a branch being deleted waits for the calls that use it, and they for it */
 	if (storage_is_managed(location))
-		storage_lock_folder(psprintf("%s/tree/%s", location_local_path(location), req->branch),
+		storage_lock_folder(psprintf("%s/tree/%s", location_folder_key(location), req->branch),
 							false);
 	if (!storage_is_managed(location) || !storage_branch_exists(location, req->branch))
 		ln_error(LN_TABLE_BRANCH_NOT_FOUND, "branch \"%s\" of table \"%s\" does not exist",

@@ -1,0 +1,151 @@
+// An S3 server for the tests: s3rver (an S3 emulator) behind a proxy that
+// checks every request's AWS Signature V4 with aws4, a maintained signer,
+// before passing it on.  s3rver itself accepts any V4 request with a known
+// access key id, so without the proxy a wrong signature would pass here and
+// fail on AWS.
+//
+//   node s3server.mjs <port> <control port> <data folder>
+//
+// Serves path-style S3 on 127.0.0.1:<port>, access key "S3RVER", secret
+// "S3RVER", bucket "lake" made at start.  A request whose signature does not
+// verify is answered 403 SignatureDoesNotMatch, and counted.
+//
+// The control port answers GET /mode/up, /mode/stall (requests are taken and
+// never answered, as by a server that hangs), /mode/down (connections are
+// cut at once, as by a server that stopped), and GET /stats, a JSON object:
+// {"verified": n, "rejected": n, "requests": [..the last 200 "METHOD path"..]}.
+import crypto from "node:crypto";
+import http from "node:http";
+import aws4 from "aws4";
+import S3rver from "s3rver";
+
+export const ACCESS_KEY = "S3RVER";
+export const SECRET_KEY = "S3RVER";
+
+/**
+ * Check the Signature V4 of a request: recompute it with aws4 from exactly
+ * the headers the request says it signed, and compare.  Returns null when it
+ * verifies, else why not.
+ */
+export function verifySignature({ method, url, headers, body }, secrets) {
+  const auth = headers["authorization"];
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
+    auth ?? "",
+  );
+  if (!m) return `not a Signature V4 Authorization header: ${auth}`;
+  const [, keyId, , region, service, signedList, signature] = m;
+  const secret = secrets[keyId];
+  if (secret === undefined) return `unknown access key id ${keyId}`;
+  const signed = signedList.split(";");
+  for (const required of ["host", "x-amz-date", "x-amz-content-sha256"])
+    if (!signed.includes(required)) return `header ${required} is not signed`;
+  const payload = headers["x-amz-content-sha256"];
+  const actual = crypto.createHash("sha256").update(body).digest("hex");
+  if (payload !== "UNSIGNED-PAYLOAD" && payload !== actual)
+    return `x-amz-content-sha256 ${payload} is not the body's SHA-256 ${actual}`;
+  if (headers["x-amz-security-token"] !== undefined && !signed.includes("x-amz-security-token"))
+    return "x-amz-security-token is sent but not signed";
+  const only = {};
+  for (const name of signed) {
+    if (headers[name] === undefined) return `signed header ${name} is missing`;
+    only[name] = headers[name];
+  }
+  const signer = new aws4.RequestSigner(
+    { method, host: headers.host, path: url, headers: only, service, region, doNotModifyHeaders: true },
+    { accessKeyId: keyId, secretAccessKey: secret },
+  );
+  signer.datetime = headers["x-amz-date"];
+  const expected = signer.signature();
+  if (expected !== signature)
+    return `signature ${signature} is not ${expected}; canonical request:\n${signer.canonicalString()}`;
+  return null;
+}
+
+async function main() {
+  const [port, controlPort, dataDir] = process.argv.slice(2);
+  if (!port || !controlPort || !dataDir) {
+    console.error("usage: node s3server.mjs <port> <control port> <data folder>");
+    process.exit(2);
+  }
+  const backend = new S3rver({
+    address: "127.0.0.1",
+    port: 0,
+    silent: true,
+    directory: dataDir,
+    configureBuckets: [{ name: "lake" }],
+  });
+  const { port: backendPort } = await backend.run();
+
+  let mode = "up";
+  const stats = { verified: 0, rejected: 0, requests: [] };
+  const stalled = new Set();
+
+  const proxy = http.createServer((req, res) => {
+    if (mode === "down") return req.socket.destroy();
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      if (mode === "down") return req.socket.destroy();
+      if (mode === "stall") return stalled.add(req.socket);
+      const body = Buffer.concat(chunks);
+      stats.requests.push(`${req.method} ${req.url}`);
+      if (stats.requests.length > 200) stats.requests.shift();
+      const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, {
+        [ACCESS_KEY]: SECRET_KEY,
+      });
+      if (why !== null) {
+        stats.rejected++;
+        console.error(`s3server: ${req.method} ${req.url}: ${why}`);
+        res.writeHead(403, { "content-type": "application/xml" });
+        return res.end(
+          `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code>` +
+            `<Message>The request signature we calculated does not match the signature you provided.</Message></Error>`,
+        );
+      }
+      stats.verified++;
+      const out = http.request(
+        { host: "127.0.0.1", port: backendPort, method: req.method, path: req.url, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode, up.headers);
+          up.pipe(res);
+        },
+      );
+      out.on("error", () => res.destroy());
+      out.end(body);
+    });
+  });
+  proxy.keepAliveTimeout = 1000;
+  await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
+
+  const control = http.createServer((req, res) => {
+    const m = /^\/mode\/(up|stall|down)$/.exec(req.url);
+    if (m) {
+      mode = m[1];
+      if (mode !== "stall") {
+        for (const s of stalled) s.destroy();
+        stalled.clear();
+      }
+      res.end(mode + "\n");
+    } else if (req.url === "/stats") {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(stats));
+    } else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+  await new Promise((ok) => control.listen(Number(controlPort), "127.0.0.1", ok));
+  console.log(`s3server: S3 on 127.0.0.1:${port}, control on 127.0.0.1:${controlPort}`);
+
+  const stop = async () => {
+    for (const s of stalled) s.destroy();
+    proxy.close();
+    control.close();
+    await backend.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) await main();
