@@ -33,6 +33,12 @@ cleanup() {
 	if [[ -n "${GATEWAY_PREFIX:-}" ]]; then
 		stop_gateway "$GATEWAY_PREFIX" || say "warning: could not stop the test gateway"
 	fi
+	if [[ -n "${S3_GATEWAY_PREFIX:-}" ]]; then
+		stop_gateway "$S3_GATEWAY_PREFIX" || say "warning: could not stop the S3 test gateway"
+	fi
+	if [[ -n "${S3_SERVER_PORT:-}" ]]; then
+		pkill -f "s3server.mjs $S3_SERVER_PORT " 2>/dev/null || true
+	fi
 	if [[ -n "$PGDATA_DIR" ]]; then
 		stop_cluster "$PGDATA_DIR" || say "warning: could not stop test server in $PGDATA_DIR"
 	fi
@@ -192,17 +198,23 @@ install_node() {
 	apt-get install -y --no-install-recommends nodejs npm
 }
 
-run_node_tests() {
-	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port key rc=0 p f
+# The tests run as postgres, which may not be able to read the clone (a
+# root-owned mktemp -d or /root is mode 700): they run from a copy in the
+# test folder, which postgres owns, made once.
+prepare_node_tests() {
 	local tests="$TMP_DIR/node"
+	[[ -d "$tests" ]] && return 0
 	install_node
-	# The tests run as postgres, which may not be able to read the clone
-	# (a root-owned mktemp -d or /root is mode 700): run a copy from the
-	# test folder, which postgres owns.
 	mkdir "$tests"
-	cp -R "$ROOT"/test/node/*.mjs "$ROOT"/test/node/package*.json "$tests"/
+	cp -R "$ROOT"/test/node/*.mjs "$ROOT"/test/node/s3 "$ROOT"/test/node/package*.json "$tests"/
 	say "installing the Node test dependencies (npm ci)"
 	(cd "$tests" && npm ci --no-audit --no-fund)
+}
+
+run_node_tests() {
+	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port key rc=0
+	local tests="$TMP_DIR/node"
+	prepare_node_tests
 
 	make_postgres_dir "$root" 755
 	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
@@ -224,6 +236,13 @@ SQL
 		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
+	count_node "$log" "$rc"
+	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$GATEWAY_PREFIX/error.log" 2>/dev/null)"
+}
+
+# count_node <log> <rc>: add a node --test TAP log's counts to PASSED/FAILED.
+count_node() {
+	local log="$1" rc="$2" p f
 	p="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
 	f="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
 	p="${p:-0}" f="${f:-0}"
@@ -232,7 +251,54 @@ SQL
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
-	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$GATEWAY_PREFIX/error.log" 2>/dev/null)"
+}
+
+# ---------------------------------------------------------------------------
+# Tables on S3: s3rver behind the signature-checking proxy of
+# test/node/s3server.mjs on free ports, a database whose lance_namespace.root
+# is s3://lake/cat with a gateway of its own, and the tests of test/node/s3.
+# ---------------------------------------------------------------------------
+S3_GATEWAY_PREFIX=""
+S3_SERVER_PORT=""
+
+run_s3_tests() {
+	local db=lance_s3 tests="$TMP_DIR/node" local_root="$TMP_DIR/s3local" log="$TMP_DIR/s3.log"
+	local s3port ctlport port key rc=0 i
+	s3port="$(find_free_port 9400)"
+	ctlport="$(find_free_port $((s3port + 1)))"
+	make_postgres_dir "$TMP_DIR/s3data" 700
+	make_postgres_dir "$local_root" 777
+	say "starting the S3 test server on port $s3port"
+	prepare_node_tests
+	S3_SERVER_PORT="$s3port"
+	as_postgres node "$tests/s3server.mjs" "$s3port" "$ctlport" "$TMP_DIR/s3data" >"$TMP_DIR/s3server.log" 2>&1 &
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" && break
+		sleep 0.1
+	done
+	curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" || die "the S3 test server did not start: $(cat "$TMP_DIR/s3server.log")"
+
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -v db="$db" -v local="$local_root" <<'SQL'
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE :"db" SET lance_namespace.root = 's3://lake/cat';
+ALTER DATABASE :"db" SET lance_namespace.local_roots = :'local';
+SQL
+	port="$(find_free_port 2433)"
+	S3_GATEWAY_PREFIX="$TMP_DIR/gateway-s3"
+	start_gateway "$S3_GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+	key="$(create_api_key lance_admin -d "$db")"
+	is_api_key "$key" || die "lance_create_api_key answered no key"
+
+	say "running the S3 tests"
+	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$local_root" \
+		LANCE_S3_ENDPOINT="http://127.0.0.1:$s3port" LANCE_S3_CONTROL="http://127.0.0.1:$ctlport" \
+		LANCE_S3_LOCAL="$local_root" \
+		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
+		node --test --test-reporter=tap --test-concurrency=1 "$tests"/s3/*.test.mjs \
+		2>&1 | tee "$log" || rc=$?
+	count_node "$log" "$rc"
+	((rc == 0)) || say "S3 tests failed; S3 server log: $(tail -n 20 "$TMP_DIR/s3server.log")"
 }
 
 main() {
@@ -241,6 +307,7 @@ main() {
 	start_test_server
 	if wanted sql; then run_sql_tests; fi
 	if wanted node; then run_node_tests; fi
+	if wanted s3; then run_s3_tests; fi
 	run_group_tests
 	((FAILED == 0)) || exit 1
 }

@@ -51,11 +51,23 @@ export function verifySignature({ method, url, headers, body }, secrets) {
     only[name] = headers[name];
   }
   const signer = new aws4.RequestSigner(
-    { method, host: headers.host, path: url, headers: only, service, region, doNotModifyHeaders: true },
+    {
+      method,
+      host: headers.host,
+      path: url,
+      headers: only,
+      service,
+      region,
+      doNotModifyHeaders: true,
+      // aws4 leaves some headers (range, user-agent, ...) out unless told: sign what the request signed
+      extraHeadersToInclude: Object.fromEntries(signed.map((h) => [h, true])),
+    },
     { accessKeyId: keyId, secretAccessKey: secret },
   );
   signer.datetime = headers["x-amz-date"];
   const expected = signer.signature();
+  if (signer.signedHeaders() !== signedList)
+    return `signed headers ${signedList} are not ${signer.signedHeaders()}`;
   if (expected !== signature)
     return `signature ${signature} is not ${expected}; canonical request:\n${signer.canonicalString()}`;
   return null;

@@ -1,0 +1,346 @@
+// Tables on S3: the official client through the gateway on a catalog whose
+// root is s3://lake/cat, served by s3rver behind the signature-checking
+// proxy of ../s3server.mjs; commits, rollbacks and failures of the store
+// checked against the bucket's objects.
+//
+// Besides env.mjs's variables: LANCE_S3_ENDPOINT (the proxy, e.g.
+// http://127.0.0.1:9100), LANCE_S3_CONTROL (its control port's URL) and
+// LANCE_S3_LOCAL (a folder in lance_namespace.local_roots of this database).
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { after, before, describe, test } from "node:test";
+import aws4 from "aws4";
+import {
+  clientAdd,
+  connect,
+  describeTable,
+  env,
+  fails,
+  http,
+  itemRows,
+  makeRole,
+  manifestName,
+  ok,
+  post,
+  psql,
+  tableRoute,
+  uniqueName,
+} from "../lib.mjs";
+
+for (const name of ["LANCE_S3_ENDPOINT", "LANCE_S3_CONTROL", "LANCE_S3_LOCAL"])
+  if (!process.env[name]) throw new Error(`${name} is not set: scripts/test.sh sets it for these tests`);
+const endpoint = process.env.LANCE_S3_ENDPOINT;
+const control = process.env.LANCE_S3_CONTROL;
+const localRoot = process.env.LANCE_S3_LOCAL;
+const storeOptions = {
+  aws_endpoint: endpoint,
+  aws_region: "us-east-1",
+  aws_access_key_id: "S3RVER",
+  aws_secret_access_key: "S3RVER",
+  allow_http: "true",
+};
+
+/** One signed request to the store; answers status and body text. */
+async function s3(method, path) {
+  const url = new URL(endpoint + path);
+  const signed = aws4.sign(
+    { method, host: url.host, path: url.pathname + url.search, service: "s3", region: "us-east-1" },
+    { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+  );
+  const res = await fetch(url, { method, headers: signed.headers });
+  return { status: res.status, text: await res.text() };
+}
+
+/** The keys of the bucket below `prefix`. */
+async function listKeys(prefix) {
+  const res = await s3("GET", `/lake?list-type=2&prefix=${encodeURIComponent(prefix)}`);
+  assert.equal(res.status, 200, res.text);
+  const entities = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+  const decode = (xml) =>
+    xml.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (_, e) =>
+      e[0] === "#" ? String.fromCodePoint(Number(e[1] === "x" ? `0${e.slice(1)}` : e.slice(1))) : entities[e],
+    );
+  return [...res.text.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => decode(m[1]));
+}
+
+const keyOf = (location) => location.replace(/^s3:\/\/[^/]+\//, "");
+const setMode = (mode) => fetch(`${control}/mode/${mode}`).then((r) => r.text());
+
+/** The catalog's versions of a table (main), ascending: [{version, manifest_path}]. */
+function versionRows(location) {
+  return JSON.parse(
+    psql(
+      `SELECT coalesce(json_agg(json_build_object('version', v.version, 'manifest_path', v.manifest_path)
+                                ORDER BY v.version), '[]')
+         FROM lance_catalog.version v JOIN lance_catalog.object o ON o.id = v.table_id
+        WHERE o.location = :'loc' AND v.branch = ''`,
+      { loc: location },
+    ),
+  );
+}
+
+/** A Lance error from psql's stderr: {code, ms}. */
+function sqlError(sql, vars = {}) {
+  const start = Date.now();
+  try {
+    psql(sql, vars);
+  } catch (e) {
+    const m = /"code":\s*(\d+)/.exec(String(e.stderr));
+    return { code: m ? Number(m[1]) : null, ms: Date.now() - start, text: String(e.stderr) };
+  }
+  assert.fail(`expected an error from: ${sql}`);
+}
+
+async function putObject(key, body) {
+  const url = new URL(`${endpoint}/lake/${key.split("/").map(encodeURIComponent).join("/")}`);
+  const signed = aws4.sign(
+    { method: "PUT", host: url.host, path: url.pathname, body, service: "s3", region: "us-east-1" },
+    { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+  );
+  const res = await fetch(url, { method: "PUT", headers: signed.headers, body });
+  assert.equal(res.status, 200, await res.text());
+}
+
+describe("tables on S3", { timeout: 300_000 }, () => {
+  const ns = uniqueName("s3");
+  let db;
+  let table;
+  let location;
+  let rejectedBefore;
+
+  before(async () => {
+    rejectedBefore = (await fetch(`${control}/stats`).then((r) => r.json())).rejected;
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://lake/cat", options: storeOptions }),
+    });
+    db = await connect();
+    await db.createNamespace([ns]);
+  });
+  after(async () => {
+    await setMode("up");
+  });
+
+  test("the client creates a table on S3 through the catalog and appends to it", async () => {
+    table = await db.createTable("items", itemRows(0, 5), [ns]);
+    const d = await describeTable([ns, "items"]);
+    location = d.location;
+    assert.match(location, new RegExp(`^s3://lake/cat/${ns}/items_[0-9a-f]{8}\\.lance$`));
+    assert.equal(d.managed_versioning, true);
+    assert.deepEqual(d.storage_options, storeOptions);
+    await table.add(itemRows(5, 3));
+    await table.add(itemRows(8, 2));
+    assert.equal(await table.version(), 3);
+    const reopened = await db.openTable("items", [ns]);
+    assert.equal(await reopened.countRows(), 10);
+    await reopened.checkout(1);
+    assert.equal(await reopened.countRows(), 5);
+  });
+
+  test("the bucket's _versions objects are the catalog's versions, and no staging object is left", async () => {
+    const rows = versionRows(location);
+    assert.deepEqual(rows.map((r) => r.version), [1, 2, 3]);
+    const keys = (await listKeys(`${keyOf(location)}/_versions/`)).sort();
+    assert.deepEqual(keys, rows.map((r) => `${keyOf(location)}/_versions/${manifestName(r.version)}`).sort());
+    for (const r of rows) assert.equal(r.manifest_path, `${keyOf(location)}/_versions/${manifestName(r.version)}`);
+  });
+
+  test("tags are kept in the bucket's _refs and the client checks them out", async () => {
+    ok(await post(tableRoute([ns, "items"], "tags/create"), { id: [ns, "items"], tag: "first", version: 1 }));
+    const keys = await listKeys(`${keyOf(location)}/_refs/tags/`);
+    assert.deepEqual(keys, [`${keyOf(location)}/_refs/tags/first.json`]);
+    const t = await db.openTable("items", [ns]);
+    assert.deepEqual(Object.keys(await (await t.tags()).list()), ["first"]);
+    await t.checkout("first");
+    assert.equal(await t.countRows(), 5);
+    ok(await post(tableRoute([ns, "items"], "tags/delete"), { id: [ns, "items"], tag: "first" }));
+    assert.deepEqual(await listKeys(`${keyOf(location)}/_refs/tags/`), []);
+  });
+
+  test("eight concurrent appenders get gap-free versions and lose no rows", async () => {
+    const name = "busy";
+    await db.createTable(name, itemRows(0, 1), [ns]);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => clientAdd([ns], name, 1000 + i * 10, 10, env.apiKey, { seconds: 120 })),
+    );
+    for (const r of results) assert.match(r.out, /^committed \d+$/, r.out);
+    const loc = (await describeTable([ns, name])).location;
+    assert.deepEqual(versionRows(loc).map((r) => r.version), Array.from({ length: 9 }, (_, i) => i + 1));
+    const t = await db.openTable(name, [ns]);
+    assert.equal(await t.countRows(), 81);
+    assert.equal((await listKeys(`${keyOf(loc)}/_versions/`)).length, 9);
+  });
+
+  test("a rename keeps the table's objects, and a drop removes them once processed", async () => {
+    ok(
+      await post(tableRoute([ns, "items"], "rename"), {
+        id: [ns, "items"],
+        new_table_name: "renamed",
+      }),
+    );
+    const t = await db.openTable("renamed", [ns]);
+    assert.equal(await t.countRows(), 10);
+    await db.dropTable("renamed", [ns]);
+    assert.ok((await listKeys(`${keyOf(location)}/`)).length > 0);
+    psql("SELECT lance_process_drops()");
+    assert.deepEqual(await listKeys(`${keyOf(location)}/`), []);
+  });
+
+  test("a rolled-back batch over an S3 table and a local one leaves no final manifest", async () => {
+    const s3Table = uniqueName("rb");
+    const s3Loc = ok(await post(tableRoute([ns, s3Table], "declare"), { id: [ns, s3Table] })).location;
+    const localLoc = `${localRoot}/${uniqueName("local")}`;
+    fs.mkdirSync(`${localLoc}/_versions`, { recursive: true });
+    fs.chmodSync(localLoc, 0o777);
+    fs.chmodSync(`${localLoc}/_versions`, 0o777);
+    ok(await post(tableRoute([ns, "loc"], "declare"), { id: [ns, "loc"], location: localLoc }));
+    await putObject(`${keyOf(s3Loc)}/_versions/stage.manifest-1`, "s3 manifest");
+    fs.writeFileSync(`${localLoc}/_versions/stage.manifest-1`, "local manifest");
+    const out = psql(
+      `BEGIN;
+       SELECT lance_batch_create_table_versions(:'req'::jsonb) IS NOT NULL;
+       ROLLBACK;`,
+      {
+        req: JSON.stringify({
+          entries: [
+            { id: [ns, s3Table], version: 1, manifest_path: `${keyOf(s3Loc)}/_versions/stage.manifest-1` },
+            { id: [ns, "loc"], version: 1, manifest_path: `${localLoc.slice(1)}/_versions/stage.manifest-1` },
+          ],
+        }),
+      },
+    );
+    assert.equal(out, "t");
+    assert.deepEqual(await listKeys(`${keyOf(s3Loc)}/_versions/`), [`${keyOf(s3Loc)}/_versions/stage.manifest-1`]);
+    assert.deepEqual(fs.readdirSync(`${localLoc}/_versions`), ["stage.manifest-1"]);
+    assert.deepEqual(versionRows(s3Loc), []);
+  });
+
+  test("a missing staging object or bucket answers 13, wrong credentials 15, and nothing changes", async () => {
+    const t = uniqueName("fail");
+    const loc = ok(await post(tableRoute([ns, t], "declare"), { id: [ns, t] })).location;
+    const missing = await post(tableRoute([ns, t], "version/create"), {
+      id: [ns, t],
+      version: 1,
+      manifest_path: `${keyOf(loc)}/_versions/nothing.manifest-x`,
+    });
+    fails(missing, 400, 13);
+    assert.match(missing.json.error, /does not exist/);
+
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://nosuchbucket", options: storeOptions }),
+    });
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://lake/badkey", options: { ...storeOptions, aws_secret_access_key: "wrong" } }),
+    });
+    for (const [base, code, status] of [
+      ["s3://nosuchbucket", 13, 400],
+      ["s3://lake/badkey", 15, 403],
+    ]) {
+      const name = uniqueName("f");
+      const where = `${base}/${name}.lance`;
+      ok(await post(tableRoute([ns, name], "declare"), { id: [ns, name], location: where }));
+      const res = await post(tableRoute([ns, name], "version/create"), {
+        id: [ns, name],
+        version: 1,
+        manifest_path: `${keyOf(where)}/_versions/stage.manifest-1`,
+      });
+      fails(res, status, code);
+      assert.deepEqual(versionRows(where), []);
+    }
+    assert.deepEqual(versionRows(loc), []);
+  });
+
+  test("a store that stops answering fails the commit with 17 within the timeout, and the next commit works", async () => {
+    const t = uniqueName("stall");
+    const loc = ok(await post(tableRoute([ns, t], "declare"), { id: [ns, t] })).location;
+    await putObject(`${keyOf(loc)}/_versions/stage.manifest-1`, "manifest one");
+    const req = JSON.stringify({ id: [ns, t], version: 1, manifest_path: `${keyOf(loc)}/_versions/stage.manifest-1` });
+    for (const mode of ["stall", "down"]) {
+      await setMode(mode);
+      const e = sqlError(
+        `SET lance_namespace.storage_timeout = '2s'; SELECT lance_create_table_version(:'req'::jsonb);`,
+        { req },
+      );
+      await setMode("up");
+      assert.equal(e.code, 17, e.text);
+      assert.ok(e.ms < 10_000, `took ${e.ms} ms`);
+      assert.deepEqual(versionRows(loc), []);
+    }
+    // statement_timeout cancels a request the store holds, long before storage_timeout
+    await setMode("stall");
+    const cancelled = sqlError(
+      `SET lance_namespace.storage_timeout = '60s'; SET statement_timeout = '1s';
+       SELECT lance_create_table_version(:'req'::jsonb);`,
+      { req },
+    );
+    await setMode("up");
+    assert.ok(cancelled.ms < 5_000, `took ${cancelled.ms} ms: ${cancelled.text}`);
+    assert.deepEqual(versionRows(loc), []);
+    psql(`SELECT lance_create_table_version(:'req'::jsonb)`, { req });
+    assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
+    assert.deepEqual(await listKeys(`${keyOf(loc)}/_versions/`), [`${keyOf(loc)}/_versions/${manifestName(1)}`]);
+  });
+
+  test("storage options go only to callers that may read the table, and never into the feed or a listing", async () => {
+    const reader = makeRole("s3_reader");
+    const stranger = makeRole("s3_stranger");
+    try {
+      psql(`SELECT lance_grant(:'req'::jsonb)`, {
+        req: JSON.stringify({ id: [ns], role: reader.name, privilege: "read" }),
+      });
+      const t = (await db.tableNames([ns]))[0];
+      const id = [ns, t];
+      const read = ok(await post(tableRoute(id, "describe"), { id }, { key: reader.key }));
+      assert.equal(read.storage_options.aws_secret_access_key, "S3RVER");
+      const noCreds = ok(await post(tableRoute(id, "describe"), { id, vend_credentials: false }, { key: reader.key }));
+      assert.deepEqual(noCreds.storage_options, {});
+      const denied = await post(tableRoute(id, "describe"), { id }, { key: stranger.key });
+      assert.equal(denied.status, 404);
+      assert.doesNotMatch(denied.text, /S3RVER|aws_/);
+      const feed = psql("SELECT json_agg(c)::text FROM lance_changes(0, 100000) c");
+      assert.doesNotMatch(feed, /aws_secret_access_key|"S3RVER"/);
+      const listing = psql("SELECT lance_list_storage()::text");
+      assert.match(listing, /"aws_secret_access_key": "\*\*\*\*"/);
+      assert.doesNotMatch(listing, /"aws_secret_access_key": "S3RVER"/);
+      const asReader = sqlError(`SET ROLE :"r"; SELECT lance_list_storage();`, { r: reader.name });
+      assert.match(asReader.text, /permission denied|lance_admin/);
+    } finally {
+      reader.drop();
+      stranger.drop();
+    }
+  });
+
+  test("keys with special characters and a session token: every call of the catalog is signed right", async () => {
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://lake/tok", options: { ...storeOptions, aws_session_token: "tok/en+=x" } }),
+    });
+    const name = uniqueName("sp");
+    const where = `s3://lake/tok/${encodeURIComponent(`a b(é)!~'*_${name}`)}.lance`;
+    const id = [ns, name];
+    const d = ok(await post(tableRoute(id, "declare"), { id, location: where }));
+    assert.equal(d.storage_options.aws_session_token, "tok/en+=x");
+    const key = `tok/a b(é)!~'*_${name}.lance`;
+    await putObject(`${key}/_versions/stage.manifest-1`, "manifest with special key");
+    const v = ok(
+      await post(tableRoute(id, "version/create"), {
+        id,
+        version: 1,
+        manifest_path: `${key}/_versions/stage.manifest-1`,
+      }),
+    );
+    assert.equal(v.version.manifest_path, `${key}/_versions/${manifestName(1)}`);
+    assert.deepEqual(await listKeys(`${key}/`), [`${key}/_versions/${manifestName(1)}`]);
+    ok(await post(tableRoute(id, "tags/create"), { id, tag: "t.1", version: 1 }));
+    assert.deepEqual(ok(await post(tableRoute(id, "tags/list"), { id })).tags["t.1"].version, 1);
+    ok(await post(tableRoute(id, "deregister"), { id }));
+    // registered at a location it chose: the drop leaves the objects
+    psql("SELECT lance_process_drops()");
+    assert.equal((await listKeys(`${key}/`)).length, 2);
+  });
+
+  test("every request the catalog and the client sent carried a valid Signature V4", async () => {
+    const stats = await fetch(`${control}/stats`).then((r) => r.json());
+    assert.ok(stats.verified > 50, JSON.stringify(stats));
+    // the one request signed with the wrong secret above is the only one refused
+    assert.equal(stats.rejected - rejectedBefore, 1, JSON.stringify(stats));
+  });
+});
