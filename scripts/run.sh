@@ -11,6 +11,10 @@
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_ROOT  where new tables go: lance_namespace.root, set on every run
+#            (default: LN_DATA/tables); an s3://bucket/prefix URI puts them
+#            in a bucket, once lance_set_storage() has its options (README,
+#            "Tables on S3")
 #
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
 # socket), tables/ (lance_namespace.root and local_roots: where table data
@@ -32,6 +36,9 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 PGDATA_DIR="$LN_DATA/pgdata"
 SOCKET_DIR="$LN_DATA/run"
 TABLES_DIR="$LN_DATA/tables"
+LN_ROOT="${LN_ROOT:-$TABLES_DIR}"
+[[ "$LN_ROOT" == /* || "$LN_ROOT" == s3://* ]] ||
+	die "LN_ROOT must be an absolute path or an s3://bucket/prefix URI, got '$LN_ROOT'"
 # Checked before anything is created, not only when the server starts.
 check_socket_dir "$SOCKET_DIR"
 
@@ -90,9 +97,9 @@ ensure_running() {
 	fi
 }
 
-# Create the database and extension and point lance_namespace.root and
-# local_roots at TABLES_DIR, so that tables go there and the catalog manages
-# their versions.  Names and paths travel as psql variables (:'x' / :"x") so any
+# Create the database and extension, point lance_namespace.root at LN_ROOT
+# and local_roots at TABLES_DIR, so that tables go there and the catalog
+# manages their versions.  Names and paths travel as psql variables (:'x' / :"x") so any
 # value is quoted correctly.
 ensure_database() {
 	local exists
@@ -109,14 +116,17 @@ ensure_database() {
 
 	say "ensuring extension lance_namespace in $LN_DB"
 	# client_min_messages hides the "already exists, skipping" NOTICE on reruns.
-	ln_psql -d "$LN_DB" -v db="$LN_DB" -v root="$TABLES_DIR" <<'SQL'
+	ln_psql -d "$LN_DB" -v db="$LN_DB" -v root="$LN_ROOT" -v tables="$TABLES_DIR" <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS lance_namespace;
 -- a catalog made by an earlier version takes this build's version
 ALTER EXTENSION lance_namespace UPDATE;
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
-ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
+ALTER DATABASE :"db" SET lance_namespace.local_roots = :'tables';
 SQL
+	if [[ "$LN_ROOT" == s3://* ]] && [[ "$(ln_psql -d "$LN_DB" -tA -v root="$LN_ROOT" <<<"SELECT count(*) FROM lance_catalog.storage WHERE :'root' = location OR starts_with(:'root', location || '/')")" == 0 ]]; then
+		say "warning: no storage setting covers $LN_ROOT: tables there are not managed until SELECT lance_set_storage(...) gives its options (README, \"Tables on S3\")"
+	fi
 }
 
 # The gateway connects as role lance_gateway and runs each request as the
@@ -156,7 +166,7 @@ lance_namespace: catalog is running.
                        e.g. curl -H "x-api-key: \$(cat $LN_DATA/api_key)" $url/v1/namespace/%24/list
                        lancedb.connectNamespace("rest", {uri: "$url", headers: {"x-api-key": key}})
                        more keys: SELECT lance_create_api_key('<role>') (see README, "Access control")
-  database:  $LN_DB    (lance_namespace.root = local_roots = $TABLES_DIR)
+  database:  $LN_DB    (lance_namespace.root = $LN_ROOT, local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
   connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U postgres $LN_DB
   connection URI:      postgresql://postgres@127.0.0.1:$LN_PORT/$LN_DB

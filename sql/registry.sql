@@ -35,8 +35,9 @@ SELECT p.proname AS not_in_registry
  WHERE p.proargtypes = '3802'::pg_catalog.oidvector
    AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype
    AND p.proname NOT IN (SELECT sql_function FROM lance_operations())
-   -- privileges, not operations of the spec
-   AND p.proname NOT IN ('lance_grant', 'lance_revoke', 'lance_list_grants');
+   -- privileges and storage settings, not operations of the spec
+   AND p.proname NOT IN ('lance_grant', 'lance_revoke', 'lance_list_grants',
+                       'lance_set_storage', 'lance_remove_storage');
 
 -- Operation ids and SQL names are unique, and so are the routes.
 SELECT count(*) AS operations, count(DISTINCT operation_id) AS ids,
