@@ -43,7 +43,7 @@ OBJS = \
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = registry input_checks hostile_public namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest access drop_extension
+REGRESS = registry input_checks hostile_public namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest access storage drop_extension
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register race_answers change_lock_keys rename_snapshot feed_revoke
 # The specs share helper functions (test/sql/isolation_helpers.sql), so they

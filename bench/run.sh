@@ -73,6 +73,8 @@ DB=lance_bench
 TMP_DIR=""
 PGDATA_DIR=""
 GATEWAY_PREFIX=""
+S3_GATEWAY_PREFIX=""
+S3_SERVER_PORT=""
 RES=""
 
 cleanup() {
@@ -80,6 +82,12 @@ cleanup() {
 	trap - EXIT
 	if [[ -n "$GATEWAY_PREFIX" ]]; then
 		stop_gateway "$GATEWAY_PREFIX" || say "warning: could not stop the gateway"
+	fi
+	if [[ -n "$S3_GATEWAY_PREFIX" ]]; then
+		stop_gateway "$S3_GATEWAY_PREFIX" || say "warning: could not stop the S3 gateway"
+	fi
+	if [[ -n "$S3_SERVER_PORT" ]]; then
+		pkill -f "s3server.mjs $S3_SERVER_PORT " 2>/dev/null || true
 	fi
 	if [[ -n "$PGDATA_DIR" ]]; then
 		stop_cluster "$PGDATA_DIR" || say "warning: could not stop the server in $PGDATA_DIR"
@@ -543,6 +551,69 @@ bench_client() {
 		append_catalog append_plain "appends/s" 0.85
 }
 
+# Benchmark 7: the same appends on S3.  The S3 server is the tests' s3rver
+# behind its signature-checking proxy (test/node/s3server.mjs), on this
+# machine; both sides go through the same proxy.  The catalog's tables are
+# in s3://lake/bench (a database of its own whose root is there, with a
+# storage setting), the plain ones in s3://lake/plain, opened with
+# lancedb.connect("s3://...") and the same storage options.
+bench_client_s3() {
+	say "(7) appends of the LanceDB client on S3, managed by the catalog vs plain S3"
+	local db="${DB}_s3" ctlport port key out rc=0 cat plain options i
+	S3_SERVER_PORT="$(find_free_port 9500)"
+	ctlport="$(find_free_port $((S3_SERVER_PORT + 1)))"
+	make_postgres_dir "$TMP_DIR/s3data" 700
+	as_postgres node "$ROOT/test/node/s3server.mjs" "$S3_SERVER_PORT" "$ctlport" "$TMP_DIR/s3data" \
+		>"$RES/s3server.log" 2>&1 &
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" && break
+		sleep 0.1
+	done
+	options="{\"aws_endpoint\": \"http://127.0.0.1:$S3_SERVER_PORT\", \"aws_region\": \"us-east-1\", \"aws_access_key_id\": \"S3RVER\", \"aws_secret_access_key\": \"S3RVER\", \"allow_http\": \"true\"}"
+	psql_db -d postgres -c "CREATE DATABASE $db"
+	psql_db -d "$db" -v db="$db" -v options="$options" <<'SQL'
+CREATE EXTENSION lance_namespace;
+SELECT lance_set_storage(pg_catalog.jsonb_build_object('location', 's3://lake/bench', 'options', :'options'::jsonb));
+ALTER DATABASE :"db" SET lance_namespace.root = 's3://lake/bench';
+SQL
+	port="$(find_free_port $((GATEWAY_PORT + 1)))"
+	S3_GATEWAY_PREFIX="$TMP_DIR/gateway-s3"
+	start_gateway "$S3_GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+	key="$(create_api_key lance_admin -d "$db")"
+	checkpoint
+	out="$(LANCE_API_KEY="$key" as_postgres env LANCE_API_KEY="$key" node "$BENCH_DIR/node/append.mjs" \
+		--uri "http://127.0.0.1:$port" --plain s3://lake/plain --storage "$options" \
+		--runs "$RUNS" --appends "$APPENDS" 2>&1)" || rc=$?
+	raw "== append.mjs (S3)" "$out"
+	if ((rc != 0)) || ! grep -q '^{"catalog"' <<<"$out"; then
+		printf '%s\n' "$out" | tail -n 10 >&2
+		MED_TPS[s3_catalog]=FAIL MED_TPS[s3_plain]=FAIL
+		row 7b "latency of one append on S3: managed vs plain" FAILED FAILED nan "—" "—"
+	else
+		local lat
+		read -r cat plain lat < <(node -e '
+			const r = JSON.parse(process.argv[1]);
+			const med = (a) => { a = [...a].sort((x, y) => x - y); const m = a.length >> 1;
+				return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2; };
+			const pct = (a, p) => { a = [...a].sort((x, y) => x - y); return a[Math.min(a.length - 1, Math.floor(a.length * p))]; };
+			const f = (x) => x.toFixed(1);
+			const c50 = pct(r.catalog_ms, 0.5), c99 = pct(r.catalog_ms, 0.99);
+			const p50 = pct(r.plain_ms, 0.5), p99 = pct(r.plain_ms, 0.99);
+			console.log(med(r.catalog), med(r.plain),
+				[f(c50), f(c99), f(p50), f(p99), f(c50 - p50), f(c99 - p99)].join(","));' \
+			"$(grep '^{"catalog"' <<<"$out")")
+		MED_TPS[s3_catalog]="$cat" MED_TPS[s3_plain]="$plain"
+		IFS=, read -r c50 c99 p50 p99 d50 d99 <<<"$lat"
+		LAT_ROW=(7b "latency of one append on S3 ($((RUNS * APPENDS)) appends each): managed vs plain"
+			"p50 $c50 ms, p99 $c99 ms" "p50 $p50 ms, p99 $p99 ms" "—"
+			"— (a managed commit adds p50 $d50 ms, p99 $d99 ms)" "—")
+	fi
+	compare_row 7a "LanceDB client appends on S3 ($APPENDS × 10 rows): managed via the catalog vs plain S3 table" \
+		s3_catalog s3_plain "appends/s" 0.8
+	((${#LAT_ROW[@]} == 0)) || row "${LAT_ROW[@]}"
+}
+LAT_ROW=()
+
 # ---------------------------------------------------------------------------
 # Optional profile (--profile): where the time of a call goes.
 #  - the C-free DescribeTableVersion of bench/sql/profile.sql against the
@@ -695,6 +766,7 @@ main() {
 	bench_scale
 	bench_gateway
 	bench_client
+	bench_client_s3
 	print_table
 	if ((PROFILE)); then
 		run_profile

@@ -1201,8 +1201,9 @@ json_decode_storage_setting(Jsonb *request, bool with_options, char **location, 
 }
 
 /*
- * lance_list_storage's answer, and lance_set_storage's (one setting, not in
- * a list): {"storage": [{"location": ..., "options": {...}}, ...]}.
+ * lance_list_storage's answer, and lance_set_storage's and
+ * lance_remove_storage's (one setting, not in a list; without options: only
+ * its location): {"storage": [{"location": ..., "options": {...}}, ...]}.
  */
 Jsonb *
 json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one)
@@ -1215,7 +1216,8 @@ json_encode_storage_settings(int n, char **locations, const LnMap *options, bool
 		json_object *setting = json_object_new_object();
 
 		json_object_object_add(setting, "location", json_object_new_string(locations[i]));
-		json_object_object_add(setting, "options", new_map(&options[i]));
+		if (options != NULL)
+			json_object_object_add(setting, "options", new_map(&options[i]));
 		json_object_array_add(list, setting);
 	}
 	if (one && n == 1)

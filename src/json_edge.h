@@ -26,8 +26,7 @@ extern Jsonb *json_encode_grant(const LnId *id, const char *role, const char *pr
 								bool changed, const char *transaction_id);
 extern void json_decode_storage_setting(Jsonb *request, bool with_options, char **location,
 										LnMap *options);
-extern Jsonb *json_encode_storage_settings(int n, char **locations, const LnMap *options,
-										   bool one);
+extern Jsonb *json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one);
 extern Jsonb *json_encode_grants(const LnId *id, int n, char **roles, char **privileges);
 
 #endif /* LN_JSON_EDGE_H */

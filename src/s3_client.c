@@ -668,12 +668,14 @@ s3_put(const S3Store *store, const char *key, const char *bytes, size_t len)
 }
 
 bool
-s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t len, char **error)
+s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t len, char **error,
+			   bool *no_answer)
 {
 	S3Result r;
 
 	s3_request(store, "PUT", key, NULL, NIL, bytes, len, true, &r);
 	*error = r.error;
+	*no_answer = r.error != NULL && r.status == 0;
 	return r.error == NULL;
 }
 
@@ -702,14 +704,18 @@ s3_copy(const S3Store *store, const char *from_key, const char *to_key)
 	raise_for(store, &r, "copy to", to_key);
 }
 
-/* Delete object `key`, raising nothing; false with *error if it failed. */
+/*
+ * Delete object `key`, raising nothing; false with *error if it failed, and
+ * *no_answer if the store did not answer at all.
+ */
 bool
-s3_delete_quietly(const S3Store *store, const char *key, char **error)
+s3_delete_quietly(const S3Store *store, const char *key, char **error, bool *no_answer)
 {
 	S3Result r;
 
 	s3_request(store, "DELETE", key, NULL, NIL, NULL, 0, true, &r);
 	*error = r.error;
+	*no_answer = r.error != NULL && r.status == 0;
 	return r.error == NULL;
 }
 

@@ -38,9 +38,9 @@ extern bool s3_head(const S3Store *store, const char *key, int64 *size);
 extern char *s3_get(const S3Store *store, const char *key, size_t *len);
 extern void s3_put(const S3Store *store, const char *key, const char *bytes, size_t len);
 extern void s3_copy(const S3Store *store, const char *from_key, const char *to_key);
-extern bool s3_delete_quietly(const S3Store *store, const char *key, char **error);
+extern bool s3_delete_quietly(const S3Store *store, const char *key, char **error, bool *no_answer);
 extern bool s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t len,
-						   char **error);
+						   char **error, bool *no_answer);
 extern int s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys);
 extern char *s3_delete_prefix(const S3Store *store, const char *prefix);
 

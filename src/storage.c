@@ -409,7 +409,7 @@ local_is_managed(const char *location)
  */
 void
 local_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
-					   const char *manifest_path, ManifestCopy *copy)
+					 const char *manifest_path, ManifestCopy *copy)
 {
 	char *table_dir = location_local_path(location);
 	char *versions_dir;

@@ -285,7 +285,7 @@ write_temp(const char *path, const char *content)
  */
 bool
 local_write_ref(const char *location, const char *kind, const char *name, const char *content,
-				  bool create)
+				bool create)
 {
 	char *path = ref_file(location, kind, name);
 
@@ -590,7 +590,7 @@ local_read_table_manifest(const char *location, const char *manifest_path, size_
  */
 char *
 local_write_branch_manifest(const char *location, const char *branch, int64 version,
-							  const char *bytes, size_t len, const char *like_path)
+							const char *bytes, size_t len, const char *like_path)
 {
 	char *folder = table_folder(location);
 	char *name = psprintf("%020" INT64_MODIFIER "u.manifest", PG_UINT64_MAX - (uint64)version);

@@ -108,11 +108,7 @@ copy_store(S3Store *to, const S3Store *from)
 	to->virtual_hosted = from->virtual_hosted;
 }
 
-/*
- * Where table `location` is in its store: false if it is no S3 location or
- * no storage setting covers it.  A location that is the setting's own
- * prefix is no table's: tables go below it.
- */
+/* Where table `location` is in its store: false if it is no S3 location or no setting covers it. */
 static bool
 find_table(const char *location, S3Table *out)
 {
@@ -137,9 +133,7 @@ find_table(const char *location, S3Table *out)
 	c->location = pstrdup(location);
 	MemoryContextSwitchTo(old);
 
-	c->found = finder != NULL && key[0] != '\0' &&
-			   finder(location_folder_key(location), &prefix, &options) &&
-			   strcmp(prefix, location_folder_key(location)) != 0;
+	c->found = finder != NULL && finder(location_folder_key(location), &prefix, &options);
 	if (c->found)
 	{
 		S3Store store;
@@ -159,6 +153,17 @@ require_table(const char *location, S3Table *t)
 {
 	if (!find_table(location, t))
 		ln_error(LN_INVALID_INPUT, "no storage setting covers \"%s\"", location);
+}
+
+/* True if `location` is the location of a storage setting itself. */
+static bool
+s3_is_setting_prefix(const char *location)
+{
+	char *prefix;
+	LnMap options;
+	char *folder = location_folder_key(location);
+
+	return finder != NULL && finder(folder, &prefix, &options) && strcmp(prefix, folder) == 0;
 }
 
 bool
@@ -286,6 +291,9 @@ s3_remove_table_data(const char *location)
 
 	if (!find_table(location, &t))
 		return psprintf("\"%s\" is not below a storage setting", location);
+	/* a bucket, or a prefix that has a setting of its own, is never one table's */
+	if (t.key[0] == '\0' || s3_is_setting_prefix(location))
+		return psprintf("\"%s\" is a storage setting's location, not a table's", location);
 	PG_TRY();
 	{
 		reason = s3_delete_prefix(&t.store, psprintf("%s/", t.key));
@@ -567,8 +575,9 @@ apply_pending(const S3Pending *p)
 	if (p->content == NULL)
 	{
 		char *error;
+		bool no_answer;
 
-		if (!s3_delete_quietly(&p->store, p->key, &error))
+		if (!s3_delete_quietly(&p->store, p->key, &error, &no_answer))
 			ln_error(LN_SERVICE_UNAVAILABLE, "could not delete \"%s\" in bucket \"%s\": %s", p->key,
 					 p->store.bucket, error);
 		return;
@@ -607,9 +616,31 @@ s3_has_pending(void)
 	return pending != NULL || undo_list != NULL;
 }
 
-static void
-warn(const char *what, const S3Undo *u, const char *key, const char *error)
+/*
+ * In one commit or abort round, a store that did not answer is not asked
+ * again: with a thousand objects to undo, each call would wait for its
+ * timeout.  What is left is harmless and said in the log: a final manifest
+ * the catalog does not record is replaced by the next writer of its version,
+ * a staging object is Lance's leftover to clean.
+ */
+static char *silent_endpoint = NULL;
+
+static bool
+store_silent(const S3Undo *u, const char *what, const char *key)
 {
+	if (silent_endpoint == NULL || strcmp(silent_endpoint, u->store.endpoint) != 0)
+		return false;
+	ereport(WARNING, (errmsg("lance_namespace: did not %s \"%s\" in bucket \"%s\": the store did "
+							 "not answer",
+							 what, key, u->store.bucket)));
+	return true;
+}
+
+static void
+warn(const char *what, const S3Undo *u, const char *key, const char *error, bool no_answer)
+{
+	if (no_answer)
+		silent_endpoint = u->store.endpoint;
 	ereport(WARNING, (errmsg("lance_namespace: could not %s \"%s\" in bucket \"%s\": %s", what, key,
 							 u->store.bucket, error)));
 }
@@ -619,23 +650,28 @@ static void
 undo_on_abort(const S3Undo *u)
 {
 	char *error;
+	bool no_answer;
 
-	if (u->created != NULL && !s3_delete_quietly(&u->store, u->created, &error))
-		warn("delete after a rollback", u, u->created, error);
-	if (u->replaced != NULL &&
-		!s3_put_quietly(&u->store, u->replaced, u->previous, u->previous_len, &error))
-		warn("put back after a rollback", u, u->replaced, error);
+	if (u->created != NULL && !store_silent(u, "delete after a rollback", u->created) &&
+		!s3_delete_quietly(&u->store, u->created, &error, &no_answer))
+		warn("delete after a rollback", u, u->created, error, no_answer);
+	if (u->replaced != NULL && !store_silent(u, "put back after a rollback", u->replaced) &&
+		!s3_put_quietly(&u->store, u->replaced, u->previous, u->previous_len, &error, &no_answer))
+		warn("put back after a rollback", u, u->replaced, error, no_answer);
 }
 
 static void
 finish_on_commit(const S3Undo *u)
 {
 	char *error;
+	bool no_answer;
 
-	if (u->remove_on_commit != NULL && !s3_delete_quietly(&u->store, u->remove_on_commit, &error))
-		warn("delete", u, u->remove_on_commit, error);
-	if (u->prefix_on_commit != NULL && (error = s3_delete_prefix(&u->store, u->prefix_on_commit)))
-		warn("delete the objects below", u, u->prefix_on_commit, error);
+	if (u->remove_on_commit != NULL && !store_silent(u, "delete", u->remove_on_commit) &&
+		!s3_delete_quietly(&u->store, u->remove_on_commit, &error, &no_answer))
+		warn("delete", u, u->remove_on_commit, error, no_answer);
+	if (u->prefix_on_commit != NULL && !store_silent(u, "delete below", u->prefix_on_commit) &&
+		(error = s3_delete_prefix(&u->store, u->prefix_on_commit)))
+		warn("delete the objects below", u, u->prefix_on_commit, error, false);
 }
 
 /* Run a step where no error may escape: a failure is a warning. */
@@ -664,6 +700,7 @@ run_quietly(void (*step)(const S3Undo *), const S3Undo *u)
 void
 s3_end_transaction(bool commit)
 {
+	silent_endpoint = NULL;
 	for (S3Undo *u = undo_list; u != NULL; u = u->next)
 		run_quietly(commit ? finish_on_commit : undo_on_abort, u);
 	undo_list = NULL;
@@ -677,6 +714,7 @@ s3_end_subtransaction(bool commit, SubTransactionId mySubid, SubTransactionId pa
 	S3Undo **link = &undo_list;
 	S3Pending **plink = &pending;
 
+	silent_endpoint = NULL;
 	while (*link != NULL)
 	{
 		S3Undo *u = *link;

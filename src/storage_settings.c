@@ -48,7 +48,9 @@ setting_key(const char *location)
 	char *key = location_folder_key(location);
 
 	if (key == NULL || pg_strncasecmp(location, "s3://", 5) != 0)
-		ln_error_detail(LN_INVALID_INPUT, "Give an S3 URI: s3://bucket or s3://bucket/prefix.",
+		ln_error_detail(LN_INVALID_INPUT,
+						"Give an S3 URI: s3://bucket or s3://bucket/prefix, the bucket named as S3 "
+						"names buckets (3 to 63 lower-case letters, digits, '.' and '-').",
 						"storage location \"%s\" is not an S3 location", location);
 	return key;
 }
@@ -80,7 +82,6 @@ remove_storage(Jsonb *request)
 	char *location;
 	char *key;
 	bool removed;
-	LnMap none = {0, NULL, NULL};
 
 	json_decode_storage_setting(request, false, &location, NULL);
 	access_begin();
@@ -92,7 +93,7 @@ remove_storage(Jsonb *request)
 	storage_forget_settings();
 	if (!removed)
 		ln_error(LN_INVALID_INPUT, "there is no storage setting for \"%s\"", key);
-	return json_encode_storage_settings(1, &key, &none, true);
+	return json_encode_storage_settings(1, &key, NULL, true);
 }
 
 static Jsonb *

@@ -6,9 +6,14 @@
 //
 //   LANCE_API_KEY=lnk_... node append.mjs --uri http://127.0.0.1:2333 --dir /tmp/x --runs 5 --appends 100 --rows 10
 //
+// With --plain s3://bucket/prefix and --storage '<JSON storage options>' the
+// plain tables go to that bucket instead (benchmark 7: the catalog's tables
+// are then on S3 too, by its root).
+//
 // Each run makes a fresh table of each kind (the two in alternating order),
 // makes a few warm-up appends, then times --appends appends of --rows rows.
-// Prints one JSON line: {"catalog": [appends/s per run], "plain": [...]}.
+// Prints one JSON line: {"catalog": [appends/s per run], "plain": [...],
+// "catalog_ms": [latency of every timed append], "plain_ms": [...]}.
 // Run it as the server's OS user: the client writes data files in table
 // folders whose manifests the catalog writes.
 import fs from "node:fs";
@@ -26,6 +31,8 @@ const { values: opt } = parseArgs({
   options: {
     uri: { type: "string" },
     dir: { type: "string" },
+    plain: { type: "string" },
+    storage: { type: "string", default: "{}" },
     runs: { type: "string", default: "5" },
     appends: { type: "string", default: "100" },
     rows: { type: "string", default: "10" },
@@ -34,7 +41,8 @@ const { values: opt } = parseArgs({
   },
 });
 const key = process.env.LANCE_API_KEY ?? "";
-if (!opt.uri || !opt.dir || !key) {
+opt.plain ??= opt.dir;
+if (!opt.uri || !opt.plain || !key) {
   console.error("usage: LANCE_API_KEY=<key> append.mjs --uri <gateway url> --dir <folder for plain tables> [--runs N] [--appends N] [--rows N]");
   process.exit(2);
 }
@@ -51,11 +59,15 @@ function batch() {
   return rows;
 }
 
-/** Appends per second of `appends` appends to `table`, after the warm-up. */
-async function timeAppends(table) {
+/** Appends per second of `appends` appends to `table`, after the warm-up; each one's ms into `latencies`. */
+async function timeAppends(table, latencies) {
   for (let i = 0; i < warmup; i++) await table.add(batch());
   const start = process.hrtime.bigint();
-  for (let i = 0; i < appends; i++) await table.add(batch());
+  for (let i = 0; i < appends; i++) {
+    const t0 = process.hrtime.bigint();
+    await table.add(batch());
+    latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   return appends / seconds;
 }
@@ -65,18 +77,25 @@ async function catalogRun(run) {
   const ns = [`${opt.prefix}_${run}`];
   await db.createNamespace(ns);
   const table = await db.createTable("t", batch(), ns);
-  return timeAppends(table);
+  return timeAppends(table, result.catalog_ms);
 }
 
 async function plainRun(run) {
-  const dir = path.join(opt.dir, `plain_${run}`);
-  fs.mkdirSync(dir, { recursive: true });
-  const db = await lancedb.connect(dir);
+  let db;
+  if (opt.plain.startsWith("s3://")) {
+    db = await lancedb.connect(`${opt.plain}/${opt.prefix}_plain_${run}`, {
+      storageOptions: JSON.parse(opt.storage),
+    });
+  } else {
+    const dir = path.join(opt.plain, `plain_${run}`);
+    fs.mkdirSync(dir, { recursive: true });
+    db = await lancedb.connect(dir);
+  }
   const table = await db.createTable("t", batch());
-  return timeAppends(table);
+  return timeAppends(table, result.plain_ms);
 }
 
-const result = { catalog: [], plain: [] };
+const result = { catalog: [], plain: [], catalog_ms: [], plain_ms: [] };
 for (let run = 0; run < runs; run++) {
   // alternate which goes first, so that drift on a noisy machine cancels out
   if (run % 2 === 0) {

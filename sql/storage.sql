@@ -1,0 +1,83 @@
+--
+-- Storage settings: S3 location prefixes and the options that reach them;
+-- which tables they cover (the longest prefix), what callers are handed,
+-- and who may see the secrets.  No store is reached here (test/node/s3 does).
+--
+SET lance_namespace.local_roots = '';
+SET lance_namespace.root = '';
+
+CREATE ROLE regress_st_admin IN ROLE lance_admin;
+CREATE ROLE regress_st_reader;
+CREATE ROLE regress_st_none;
+
+-- a setting; the answer and the listing hide its secrets
+SELECT lance_set_storage('{"location": "s3://lake/cat/", "options": {"aws_endpoint": "http://127.0.0.1:1", "aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SECRET-1", "aws_session_token": "TOKEN-1", "allow_http": true}}') AS set;
+SELECT lance_set_storage('{"location": "s3://lake/cat/deep", "options": {"aws_endpoint": "http://127.0.0.1:2", "aws_access_key_id": "AK2", "aws_secret_access_key": "SECRET-2", "allow_http": "true"}}') AS set;
+-- replacing one keeps one row
+SELECT lance_set_storage('{"location": "s3://lake/other", "options": {"aws_access_key_id": "AK3", "aws_secret_access_key": "SECRET-3"}}') -> 'location' AS set;
+SELECT lance_set_storage('{"location": "s3://lake/other", "options": {"aws_access_key_id": "AK3", "aws_secret_access_key": "SECRET-4", "aws_region": "us-west-2"}}') -> 'options' AS replaced;
+SELECT jsonb_pretty(lance_list_storage()) AS settings;
+
+-- settings the catalog cannot work with: LN013
+SELECT lance_set_storage('{"location": "/tmp/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "gs://b/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://Bad_Bucket/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_region": "us-east-1"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "http://minio:9000", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "https://minio:9000/path", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "ftp://minio", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_region": "us east", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": ["a"], "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x"}');
+SELECT lance_remove_storage('{"location": "s3://lake/none"}');
+
+-- tables: the longest prefix applies; the prefix itself, another bucket and
+-- a look-alike prefix are not covered
+SELECT lance_create_namespace('{"id": ["st"]}') - 'transaction_id' AS created;
+SELECT lance_register_table('{"id": ["st", "a"], "location": "s3://lake/cat/a.lance"}') - 'transaction_id' AS registered;
+SELECT lance_register_table('{"id": ["st", "b"], "location": "s3://lake/cat/deep/b.lance"}') - 'transaction_id' AS registered;
+SELECT lance_register_table('{"id": ["st", "c"], "location": "s3://lake/catalog/c.lance"}') - 'transaction_id' AS registered;
+SELECT lance_register_table('{"id": ["st", "d"], "location": "s3://pond/cat/d.lance"}') - 'transaction_id' AS registered;
+SELECT lance_register_table('{"id": ["st", "e"], "location": "s3://lake/cat"}') - 'transaction_id' AS registered;
+SELECT t AS table, d -> 'managed_versioning' AS managed, d -> 'storage_options' ->> 'aws_endpoint' AS endpoint,
+       d -> 'storage_options' ->> 'aws_secret_access_key' AS secret
+  FROM unnest(ARRAY['a', 'b', 'c', 'd', 'e']) t,
+       LATERAL lance_describe_table(jsonb_build_object('id', ARRAY['st', t])) d ORDER BY t;
+-- vend_credentials false: no options
+SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": false}') -> 'storage_options' AS none;
+SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": true}') -> 'storage_options' ->> 'aws_session_token' AS vended;
+
+-- DeclareTable under an S3 root: a derived location there, managed, with options
+SET lance_namespace.root = 's3://lake/cat/declared';
+SELECT d ->> 'location' ~ '^s3://lake/cat/declared/st/new_[0-9a-f]{8}\.lance$' AS derived,
+       d -> 'managed_versioning' AS managed, d -> 'storage_options' ->> 'aws_region' AS region
+  FROM lance_declare_table('{"id": ["st", "new"]}') d;
+-- two tables may not share a folder, however spelled
+SELECT lance_register_table('{"id": ["st", "a2"], "location": "s3://lake/cat/x/../a.lance/"}');
+SELECT lance_register_table('{"id": ["st", "a3"], "location": "s3://lake/cat/%61.lance"}');
+
+-- callers: options go with read; none without; settings are administrators'
+SELECT lance_grant('{"id": ["st"], "role": "regress_st_reader", "privilege": "read"}') ->> 'changed' AS granted;
+SET ROLE regress_st_reader;
+SELECT lance_describe_table('{"id": ["st", "a"]}') -> 'storage_options' ->> 'aws_secret_access_key' AS reader_gets;
+SELECT lance_list_storage();
+SELECT lance_set_storage('{"location": "s3://lake/mine", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT * FROM lance_catalog.storage;
+RESET ROLE;
+SET ROLE regress_st_none;
+SELECT lance_describe_table('{"id": ["st", "a"]}');
+RESET ROLE;
+SET ROLE regress_st_admin;
+SELECT lance_remove_storage('{"location": "s3://lake/other/"}') AS removed;
+SELECT jsonb_array_length(lance_list_storage() -> 'storage') AS settings_left;
+RESET ROLE;
+
+-- no secret reaches the change log
+SELECT count(*) AS entries_with_secrets
+  FROM lance_changes(0, 100000) c WHERE c::text ~ 'SECRET|TOKEN';
+
+-- clean up
+SELECT lance_drop_namespace('{"id": ["st"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
+SELECT lance_remove_storage('{"location": "s3://lake/cat"}') -> 'location' AS removed;
+SELECT lance_remove_storage('{"location": "s3://lake/cat/deep"}') -> 'location' AS removed;
+DROP ROLE regress_st_admin, regress_st_reader, regress_st_none;
