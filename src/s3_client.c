@@ -35,6 +35,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -311,8 +312,155 @@ typedef struct Attempt
 } Attempt;
 
 /*
- * One HTTP exchange, polled so that an interrupt stops it.  Fills `got`
- * (malloc'd) and `attempt`; raises nothing.
+ * Set up `handle` for one request; false if memory ran out.  `sigv4` gets
+ * a malloc'd string the caller frees once the request is over.
+ */
+static bool
+configure(CURL *handle, const char *method, const char *url, struct curl_slist *headers,
+		  const S3Store *store, Sending *sending, long timeout_ms, char **sigv4)
+{
+	curl_easy_reset(handle);
+	curl_easy_setopt(handle, CURLOPT_URL, url);
+	curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, (long)Min(connect_timeout_ms, timeout_ms));
+	curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(handle, CURLOPT_USERNAME, store->access_key_id);
+	curl_easy_setopt(handle, CURLOPT_PASSWORD, store->secret_access_key);
+	/* "aws:amz:<region>:s3": the provider, the region and service of the credential scope */
+	*sigv4 = malloc(strlen(store->region) + 16);
+	if (*sigv4 == NULL)
+		return false;
+	sprintf(*sigv4, "aws:amz:%s:s3", store->region);
+	curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, *sigv4);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0)
+	{
+		curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(handle, CURLOPT_READFUNCTION, send_body);
+		curl_easy_setopt(handle, CURLOPT_READDATA, sending);
+		curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sending->len);
+		if (strcmp(method, "POST") == 0)
+			curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, "POST");
+	}
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, method);
+	return true;
+}
+
+/*
+ * Requests sent after a commit whose answers nobody waits for (deleting
+ * staging objects): they run alongside later requests of this backend, and
+ * whatever is left at exit gets a second to finish.  All malloc'd.
+ */
+typedef struct Background
+{
+	CURL *handle;
+	struct curl_slist *headers;
+	char *sigv4;
+	Sending sending;
+	char *body;
+	Gathered got;
+	char *what;
+	struct Background *next;
+} Background;
+
+static Background *background = NULL;
+static int nbackground = 0;
+
+#define MAX_BACKGROUND 16
+
+static void
+free_background(Background *b)
+{
+	curl_multi_remove_handle(multi, b->handle);
+	curl_easy_cleanup(b->handle);
+	curl_slist_free_all(b->headers);
+	free(b->sigv4);
+	free(b->body);
+	free(b->got.data);
+	free(b->what);
+	free(b);
+}
+
+/* A background request is over: log a failure, forget it. */
+static void
+finish_background(CURL *handle, CURLcode code)
+{
+	Background **link = &background;
+
+	for (; *link != NULL; link = &(*link)->next)
+	{
+		Background *b = *link;
+		long status = 0;
+
+		if (b->handle != handle)
+			continue;
+		if (code == CURLE_OK)
+			curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+		/* a batch delete answers 200 with per-key errors in its body */
+		if (code != CURLE_OK || status != 200 ||
+			(b->got.data != NULL && memmem(b->got.data, b->got.len, "<Error>", 7) != NULL))
+			elog(LOG, "lance_namespace: %s failed (%s, HTTP status %ld); lance_namespace leaves it",
+				 b->what, curl_easy_strerror(code), status);
+		*link = b->next;
+		nbackground--;
+		free_background(b);
+		return;
+	}
+}
+
+/* Collect what finished; `main` (if not NULL) is the request waited for: true once it is done. */
+static bool
+collect(CURL *main, CURLcode *main_code)
+{
+	CURLMsg *msg;
+	int left;
+	bool done = false;
+
+	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+	{
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		if (msg->easy_handle == main)
+		{
+			*main_code = msg->data.result;
+			done = true;
+		}
+		else
+			finish_background(msg->easy_handle, msg->data.result);
+	}
+	return done;
+}
+
+/* At exit: give background requests a second, then drop them. */
+static void
+end_background(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	int running = 1;
+
+	for (int i = 0; i < 10 && background != NULL && running > 0; i++)
+	{
+		curl_multi_perform(multi, &running);
+		(void)collect(NULL, NULL);
+		curl_multi_poll(multi, NULL, 0, 100, NULL);
+	}
+	while (background != NULL)
+	{
+		Background *b = background;
+
+		background = b->next;
+		free_background(b);
+	}
+}
+
+/*
+ * One HTTP exchange, polled so that an interrupt stops it, and driving the
+ * background requests meanwhile.  Fills `got` (malloc'd) and `attempt`;
+ * raises nothing.
  */
 static void
 exchange(const char *method, const char *url, struct curl_slist *headers, const S3Store *store,
@@ -320,55 +468,28 @@ exchange(const char *method, const char *url, struct curl_slist *headers, const 
 {
 	Sending sending = {body, body_len, 0};
 	char *sigv4 = NULL;
-	int running = 1;
-	CURLMsg *msg;
-	int left;
+	int running;
 
 	memset(attempt, 0, sizeof(*attempt));
 	attempt->code = CURLE_FAILED_INIT;
-	curl_easy_reset(easy);
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)Min(connect_timeout_ms, timeout_ms));
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+	if (!configure(easy, method, url, headers, store, &sending, timeout_ms, &sigv4))
+		return;
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, attempt->curl_error);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, gather);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, got);
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(easy, CURLOPT_USERNAME, store->access_key_id);
-	curl_easy_setopt(easy, CURLOPT_PASSWORD, store->secret_access_key);
-	/* "aws:amz:<region>:s3": the provider, the region and service of the credential scope */
-	sigv4 = malloc(strlen(store->region) + 16);
-	if (sigv4 == NULL)
-		return;
-	sprintf(sigv4, "aws:amz:%s:s3", store->region);
-	curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, sigv4);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
-	else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0)
-	{
-		curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(easy, CURLOPT_READFUNCTION, send_body);
-		curl_easy_setopt(easy, CURLOPT_READDATA, &sending);
-		curl_easy_setopt(easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_len);
-		if (strcmp(method, "POST") == 0)
-			curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "POST");
-	}
-	else if (strcmp(method, "GET") != 0)
-		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
 
 	if (curl_multi_add_handle(multi, easy) != CURLM_OK)
 	{
 		free(sigv4);
 		return;
 	}
-	while (running)
+	for (;;)
 	{
 		if (curl_multi_perform(multi, &running) != CURLM_OK)
 			break;
-		if (running && curl_multi_poll(multi, NULL, 0, 100, NULL) != CURLM_OK)
+		if (collect(easy, &attempt->code))
+			break;
+		if (curl_multi_poll(multi, NULL, 0, 100, NULL) != CURLM_OK)
 			break;
 		if (interrupt_waiting())
 		{
@@ -376,9 +497,6 @@ exchange(const char *method, const char *url, struct curl_slist *headers, const 
 			break;
 		}
 	}
-	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
-		if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
-			attempt->code = msg->data.result;
 	if (attempt->code == CURLE_OK)
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &attempt->status);
 	curl_multi_remove_handle(multi, easy);
@@ -473,6 +591,38 @@ retryable(const Attempt *a)
 }
 
 /*
+ * The headers of a request: the payload hash (signed, as S3 requires), the
+ * session token, a content type for a body, and `extra`.  malloc'd by curl:
+ * the caller frees them with curl_slist_free_all.
+ */
+static struct curl_slist *
+build_headers(const S3Store *store, const char *method, const char *body, size_t body_len,
+			  List *extra)
+{
+	List *lines = list_make1(psprintf("x-amz-content-sha256: %s", sha256_hex(body, body_len)));
+	struct curl_slist *headers = NULL;
+	ListCell *lc;
+
+	if (body != NULL && strcmp(method, "PUT") == 0)
+		lines = lappend(lines, "Content-Type: application/octet-stream");
+	if (store->session_token != NULL)
+		lines = lappend(lines, psprintf("x-amz-security-token: %s", store->session_token));
+	lines = list_concat(lines, extra);
+	foreach (lc, lines)
+	{
+		struct curl_slist *more = curl_slist_append(headers, (char *)lfirst(lc));
+
+		if (more == NULL)
+		{
+			curl_slist_free_all(headers);
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		}
+		headers = more;
+	}
+	return headers;
+}
+
+/*
  * Send one request, retrying what may be retried within the total timeout.
  * `headers_in` are extra "Name: value" lines.  Without `quiet`, a store that
  * cannot be reached raises LN017 and an interrupt is raised; with it,
@@ -485,11 +635,9 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 {
 	char *url = object_url(store, key, query);
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), total_timeout_ms);
-	struct curl_slist *headers = NULL;
-	char *payload = psprintf("x-amz-content-sha256: %s", sha256_hex(body, body_len));
+	struct curl_slist *headers;
 	Attempt attempt;
 	Gathered got = {NULL, 0, 0, false};
-	ListCell *lc;
 
 	memset(r, 0, sizeof(*r));
 	if (easy == NULL && (easy = curl_easy_init()) == NULL)
@@ -512,26 +660,7 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 	}
 
 	/* a header list is malloc'd: built whole before anything can raise, freed below */
-	{
-		List *lines = list_make1(payload);
-
-		if (body != NULL && strcmp(method, "PUT") == 0)
-			lines = lappend(lines, "Content-Type: application/octet-stream");
-		if (store->session_token != NULL)
-			lines = lappend(lines, psprintf("x-amz-security-token: %s", store->session_token));
-		lines = list_concat(lines, headers_in);
-		foreach (lc, lines)
-		{
-			struct curl_slist *more = curl_slist_append(headers, (char *)lfirst(lc));
-
-			if (more == NULL)
-			{
-				curl_slist_free_all(headers);
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-			}
-			headers = more;
-		}
-	}
+	headers = build_headers(store, method, body, body_len, headers_in);
 
 	for (int i = 0; i < MAX_ATTEMPTS; i++)
 	{
@@ -682,6 +811,10 @@ s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t 
 /*
  * Copy object `from_key` to `to_key` in the store (a server-side copy: the
  * bytes do not pass through the catalog).  A missing source raises LN013.
+ *
+ * Not conditional (x-amz-copy-source-if-match): curl 7.88 orders the signed
+ * headers by "name:value" rather than by name, which puts that header
+ * before x-amz-copy-source, and S3 would refuse the signature.
  */
 void
 s3_copy(const S3Store *store, const char *from_key, const char *to_key)
@@ -770,6 +903,125 @@ s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys)
 	return n;
 }
 
+/* The body of a DeleteObjects request for `keys`. */
+static StringInfo
+delete_request(char **keys, int n)
+{
+	StringInfo xml = makeStringInfo();
+
+	appendStringInfoString(xml, "<Delete><Quiet>true</Quiet>");
+	for (int i = 0; i < n; i++)
+	{
+		appendStringInfoString(xml, "<Object><Key>");
+		for (const char *c = keys[i]; *c; c++)
+		{
+			if (*c == '&')
+				appendStringInfoString(xml, "&amp;");
+			else if (*c == '<')
+				appendStringInfoString(xml, "&lt;");
+			else if (*c == '>')
+				appendStringInfoString(xml, "&gt;");
+			else
+				appendStringInfoChar(xml, *c);
+		}
+		appendStringInfoString(xml, "</Key></Object>");
+	}
+	appendStringInfoString(xml, "</Delete>");
+	return xml;
+}
+
+/*
+ * Delete `keys` after a commit without waiting for the answer: one
+ * DeleteObjects request per thousand keys, run in the background (see
+ * Background).  With too many requests already in flight, it waits for
+ * this one.  Raises nothing but running out of memory; a failure is logged.
+ */
+void
+s3_delete_keys_later(const S3Store *store, char **keys, int n)
+{
+	static bool exit_callback = false;
+
+	if (easy == NULL || multi == NULL)
+		return; /* no request was made: nothing can be to delete */
+	if (!exit_callback)
+	{
+		on_proc_exit(end_background, (Datum)0);
+		exit_callback = true;
+	}
+	for (int start = 0; start < n; start += DELETE_BATCH)
+	{
+		int count = Min(n - start, DELETE_BATCH);
+		StringInfo xml = delete_request(keys + start, count);
+		struct curl_slist *headers =
+			build_headers(store, "POST", xml->data, xml->len,
+						  list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
+									 "Content-Type: application/xml"));
+		char *url = object_url(store, NULL, "delete=");
+		Background *b = calloc(1, sizeof(Background));
+		TimestampTz deadline;
+		int running;
+
+		if (b == NULL || (b->handle = curl_easy_init()) == NULL ||
+			(b->body = malloc(xml->len)) == NULL ||
+			(b->what = strdup(psprintf("deleting %d staging objects in bucket \"%s\"", count,
+									   store->bucket))) == NULL)
+		{
+			if (b != NULL && b->handle != NULL)
+				curl_easy_cleanup(b->handle);
+			if (b != NULL)
+			{
+				free(b->body);
+				free(b);
+			}
+			curl_slist_free_all(headers);
+			continue; /* left for Lance's cleanup of old files */
+		}
+		memcpy(b->body, xml->data, xml->len);
+		b->headers = headers;
+		b->sending.data = b->body;
+		b->sending.len = xml->len;
+		if (!configure(b->handle, "POST", url, headers, store, &b->sending, total_timeout_ms,
+					   &b->sigv4))
+		{
+			free_background(b);
+			continue;
+		}
+		curl_easy_setopt(b->handle, CURLOPT_WRITEFUNCTION, gather);
+		curl_easy_setopt(b->handle, CURLOPT_WRITEDATA, &b->got);
+		if (curl_multi_add_handle(multi, b->handle) != CURLM_OK)
+		{
+			free_background(b);
+			continue;
+		}
+		b->next = background;
+		background = b;
+		nbackground++;
+		/*
+		 * Send it now, whole: the store acts on it whether or not this
+		 * backend ever reads the answer (later requests do).  Bounded by the
+		 * connect timeout: a store that takes no request gets none.
+		 */
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), connect_timeout_ms);
+		for (;;)
+		{
+			curl_multi_perform(multi, &running);
+			(void)collect(NULL, NULL);
+			/* b is gone once its answer came (collect freed it), and is newest while it is not */
+			if (background != b || b->sending.off >= b->sending.len ||
+				GetCurrentTimestamp() >= deadline)
+				break;
+			curl_multi_poll(multi, NULL, 0, 10, NULL);
+		}
+		/* bounded: with too many in flight, wait for them */
+		while (nbackground > MAX_BACKGROUND && running > 0)
+		{
+			curl_multi_poll(multi, NULL, 0, 100, NULL);
+			curl_multi_perform(multi, &running);
+			(void)collect(NULL, NULL);
+		}
+	}
+}
+
 /*
  * Delete every object whose key starts with `prefix` (which ends with '/'),
  * a thousand per request.  Returns NULL, or why not everything was deleted.
@@ -781,7 +1033,7 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 	{
 		char **keys;
 		int n = s3_list(store, prefix, DELETE_BATCH - 1, &keys);
-		StringInfoData xml;
+		StringInfo xml;
 		S3Result r;
 		const char *at;
 		char *error;
@@ -789,29 +1041,11 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 		if (n == 0)
 			return NULL;
 		n = Min(n, DELETE_BATCH);
-		initStringInfo(&xml);
-		appendStringInfoString(&xml, "<Delete><Quiet>true</Quiet>");
-		for (int i = 0; i < n; i++)
-		{
-			appendStringInfoString(&xml, "<Object><Key>");
-			for (const char *c = keys[i]; *c; c++)
-			{
-				if (*c == '&')
-					appendStringInfoString(&xml, "&amp;");
-				else if (*c == '<')
-					appendStringInfoString(&xml, "&lt;");
-				else if (*c == '>')
-					appendStringInfoString(&xml, "&gt;");
-				else
-					appendStringInfoChar(&xml, *c);
-			}
-			appendStringInfoString(&xml, "</Key></Object>");
-		}
-		appendStringInfoString(&xml, "</Delete>");
+		xml = delete_request(keys, n);
 		s3_request(store, "POST", NULL, "delete=",
-				   list_make2(psprintf("Content-MD5: %s", md5_base64(xml.data, xml.len)),
+				   list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
 							  "Content-Type: application/xml"),
-				   xml.data, xml.len, false, &r);
+				   xml->data, xml->len, false, &r);
 		if (r.status != 200)
 			raise_for(store, &r, "delete objects below", prefix);
 		at = r.body;

@@ -43,5 +43,6 @@ extern bool s3_put_quietly(const S3Store *store, const char *key, const char *by
 						   char **error, bool *no_answer);
 extern int s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys);
 extern char *s3_delete_prefix(const S3Store *store, const char *prefix);
+extern void s3_delete_keys_later(const S3Store *store, char **keys, int n);
 
 #endif /* LN_S3_CLIENT_H */

@@ -409,7 +409,8 @@ local_is_managed(const char *location)
  */
 void
 local_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
-					 const char *manifest_path, ManifestCopy *copy)
+					 const char *manifest_path, int64 size pg_attribute_unused(),
+					 ManifestCopy *copy)
 {
 	char *table_dir = location_local_path(location);
 	char *versions_dir;

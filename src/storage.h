@@ -42,7 +42,8 @@ extern void storage_sweep_table(const char *location, int *removed, int *restore
 extern void storage_lock_folder(const char *path, bool exclusive);
 extern bool storage_try_lock_folder(const char *path, bool exclusive, bool wait);
 extern void storage_check_manifest(const char *location, const char *branch, int64 version,
-								   bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+								   bool v1_naming, const char *manifest_path, int64 size,
+								   ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);
 extern char *storage_remove_table_data(const char *location);
 extern char *storage_read_ref(const char *location, const char *kind, const char *name);

@@ -87,11 +87,17 @@ storage_sweep_table(const char *location, int *removed, int *restored)
 	backend_of(location)->sweep_table(location, removed, restored);
 }
 
+/*
+ * Check a version's staging manifest before anything is written, and fill
+ * `copy` with what storage_materialize_manifest needs.  `size` is the
+ * staging manifest's size as the writer gave it, or -1.
+ */
 void
 storage_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
-					   const char *manifest_path, ManifestCopy *copy)
+					   const char *manifest_path, int64 size, ManifestCopy *copy)
 {
-	backend_of(location)->check_manifest(location, branch, version, v1_naming, manifest_path, copy);
+	backend_of(location)->check_manifest(location, branch, version, v1_naming, manifest_path, size,
+										 copy);
 	copy->location = pstrdup(location);
 }
 

@@ -33,7 +33,7 @@ typedef struct StorageBackend
 	void (*check_location)(const char *location);
 	void (*sweep_table)(const char *location, int *removed, int *restored);
 	void (*check_manifest)(const char *location, const char *branch, int64 version, bool v1_naming,
-						   const char *manifest_path, ManifestCopy *copy);
+						   const char *manifest_path, int64 size, ManifestCopy *copy);
 	void (*materialize_manifest)(const ManifestCopy *copy);
 	char *(*remove_table_data)(const char *location);
 	char *(*read_ref)(const char *location, const char *kind, const char *name);
@@ -53,7 +53,8 @@ extern bool local_is_managed(const char *location);
 extern void local_check_location(const char *location);
 extern void local_sweep_table(const char *location, int *removed, int *restored);
 extern void local_check_manifest(const char *location, const char *branch, int64 version,
-								 bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+								 bool v1_naming, const char *manifest_path, int64 size,
+								 ManifestCopy *copy);
 extern void local_materialize_manifest(const ManifestCopy *copy);
 extern char *local_remove_table_data(const char *location);
 /* and storage_refs.c */
@@ -73,7 +74,8 @@ extern void local_delete_branch_data(const char *location, const char *branch, b
 extern bool s3_manages(const char *location);
 extern bool s3_options_for(const char *location, LnMap *options);
 extern void s3_check_manifest(const char *location, const char *branch, int64 version,
-							  bool v1_naming, const char *manifest_path, ManifestCopy *copy);
+							  bool v1_naming, const char *manifest_path, int64 size,
+							  ManifestCopy *copy);
 extern void s3_materialize_manifest(const ManifestCopy *copy);
 extern char *s3_remove_table_data(const char *location);
 extern char *s3_read_ref(const char *location, const char *kind, const char *name);

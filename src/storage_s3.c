@@ -46,6 +46,7 @@ typedef struct S3Undo
 	size_t previous_len;
 	char *replaced;			/* an object overwritten or deleted here */
 	char *prefix_on_commit; /* deleted, with all below it, once the change commits */
+	bool queued;			/* remove_on_commit: its deletion is under way */
 	SubTransactionId subid;
 	struct S3Undo *next;
 } S3Undo;
@@ -217,14 +218,13 @@ bucket_key_of(const S3Table *t, const char *path)
 
 void
 s3_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
-				  const char *manifest_path, ManifestCopy *copy)
+				  const char *manifest_path, int64 size, ManifestCopy *copy)
 {
 	S3Table t;
 	char *versions;
 	char *staging;
 	char *slash;
 	char *final_name;
-	int64 size;
 
 	require_table(location, &t);
 	versions =
@@ -238,7 +238,13 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
 			LN_INVALID_INPUT,
 			psprintf("The table's manifests live in s3://%s/%s.", t.store.bucket, versions),
 			"manifest_path \"%s\" is not an object in the table's _versions folder", manifest_path);
-	if (!s3_head(&t.store, staging, &size))
+	/*
+	 * A writer that gives the staging object's size (Lance does) is taken
+	 * at its word, one request fewer per commit: the copy finds a missing
+	 * object, and a wrong size harms only readers of the versions the
+	 * writer could write anyway.  Without one, the object is looked up.
+	 */
+	if (size < 0 && !s3_head(&t.store, staging, &size))
 		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" does not exist", manifest_path);
 
 	if (v1_naming)
@@ -666,9 +672,7 @@ finish_on_commit(const S3Undo *u)
 	char *error;
 	bool no_answer;
 
-	if (u->remove_on_commit != NULL && !store_silent(u, "delete", u->remove_on_commit) &&
-		!s3_delete_quietly(&u->store, u->remove_on_commit, &error, &no_answer))
-		warn("delete", u, u->remove_on_commit, error, no_answer);
+	(void)no_answer;
 	if (u->prefix_on_commit != NULL && !store_silent(u, "delete below", u->prefix_on_commit) &&
 		(error = s3_delete_prefix(&u->store, u->prefix_on_commit)))
 		warn("delete the objects below", u, u->prefix_on_commit, error, false);
@@ -697,10 +701,49 @@ run_quietly(void (*step)(const S3Undo *), const S3Undo *u)
 	PG_END_TRY();
 }
 
+static bool
+same_store(const S3Store *a, const S3Store *b)
+{
+	return strcmp(a->endpoint, b->endpoint) == 0 && strcmp(a->bucket, b->bucket) == 0 &&
+		   strcmp(a->access_key_id, b->access_key_id) == 0;
+}
+
+/*
+ * After a commit, the staging objects of its versions have served: they are
+ * deleted in the background, one request per store and thousand keys, so
+ * that the commit's answer does not wait for the store.
+ */
+static void
+delete_staging_objects(const S3Undo *first pg_attribute_unused())
+{
+	for (S3Undo *u = undo_list; u != NULL; u = u->next)
+	{
+		char **keys;
+		int n = 0;
+		int cap = 64;
+
+		if (u->remove_on_commit == NULL || u->queued)
+			continue;
+		keys = palloc(sizeof(char *) * cap);
+		for (S3Undo *v = u; v != NULL; v = v->next)
+		{
+			if (v->remove_on_commit == NULL || v->queued || !same_store(&u->store, &v->store))
+				continue;
+			if (n == cap)
+				keys = repalloc(keys, sizeof(char *) * (cap *= 2));
+			keys[n++] = v->remove_on_commit;
+			v->queued = true;
+		}
+		s3_delete_keys_later(&u->store, keys, n);
+	}
+}
+
 void
 s3_end_transaction(bool commit)
 {
 	silent_endpoint = NULL;
+	if (commit && undo_list != NULL)
+		run_quietly(delete_staging_objects, undo_list);
 	for (S3Undo *u = undo_list; u != NULL; u = u->next)
 		run_quietly(commit ? finish_on_commit : undo_on_abort, u);
 	undo_list = NULL;

@@ -238,6 +238,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 			 */
 			storage_check_manifest(e[i].location, rows[i].branch[0] ? rows[i].branch : NULL,
 								   req->version, e[i].scheme == NAMING_V1, req->manifest_path,
+								   (req->present & LN_REQ_MANIFEST_SIZE) ? req->manifest_size : -1,
 								   &e[i].copy);
 			rows[i].version.manifest_path = e[i].copy.final_path;
 			rows[i].version.has_manifest_size = true;

@@ -63,6 +63,22 @@ async function listKeys(prefix) {
   return [...res.text.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => decode(m[1]));
 }
 
+/**
+ * Run `check` until it passes, for at most 10 s: a version's staging object
+ * is deleted after its commit has answered (in the background).
+ */
+async function eventually(check) {
+  const end = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 const keyOf = (location) => location.replace(/^s3:\/\/[^/]+\//, "");
 const setMode = (mode) => fetch(`${control}/mode/${mode}`).then((r) => r.text());
 
@@ -139,8 +155,10 @@ describe("tables on S3", { timeout: 300_000 }, () => {
   test("the bucket's _versions objects are the catalog's versions, and no staging object is left", async () => {
     const rows = versionRows(location);
     assert.deepEqual(rows.map((r) => r.version), [1, 2, 3]);
-    const keys = (await listKeys(`${keyOf(location)}/_versions/`)).sort();
-    assert.deepEqual(keys, rows.map((r) => `${keyOf(location)}/_versions/${manifestName(r.version)}`).sort());
+    await eventually(async () => {
+      const keys = (await listKeys(`${keyOf(location)}/_versions/`)).sort();
+      assert.deepEqual(keys, rows.map((r) => `${keyOf(location)}/_versions/${manifestName(r.version)}`).sort());
+    });
     for (const r of rows) assert.equal(r.manifest_path, `${keyOf(location)}/_versions/${manifestName(r.version)}`);
   });
 
@@ -167,7 +185,7 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(versionRows(loc).map((r) => r.version), Array.from({ length: 9 }, (_, i) => i + 1));
     const t = await db.openTable(name, [ns]);
     assert.equal(await t.countRows(), 81);
-    assert.equal((await listKeys(`${keyOf(loc)}/_versions/`)).length, 9);
+    await eventually(async () => assert.equal((await listKeys(`${keyOf(loc)}/_versions/`)).length, 9));
   });
 
   test("a rename keeps the table's objects, and a drop removes them once processed", async () => {
@@ -277,7 +295,9 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(versionRows(loc), []);
     psql(`SELECT lance_create_table_version(:'req'::jsonb)`, { req });
     assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
-    assert.deepEqual(await listKeys(`${keyOf(loc)}/_versions/`), [`${keyOf(loc)}/_versions/${manifestName(1)}`]);
+    await eventually(async () =>
+      assert.deepEqual(await listKeys(`${keyOf(loc)}/_versions/`), [`${keyOf(loc)}/_versions/${manifestName(1)}`]),
+    );
   });
 
   test("storage options go only to callers that may read the table, and never into the feed or a listing", async () => {
@@ -328,7 +348,7 @@ describe("tables on S3", { timeout: 300_000 }, () => {
       }),
     );
     assert.equal(v.version.manifest_path, `${key}/_versions/${manifestName(1)}`);
-    assert.deepEqual(await listKeys(`${key}/`), [`${key}/_versions/${manifestName(1)}`]);
+    await eventually(async () => assert.deepEqual(await listKeys(`${key}/`), [`${key}/_versions/${manifestName(1)}`]));
     ok(await post(tableRoute(id, "tags/create"), { id, tag: "t.1", version: 1 }));
     assert.deepEqual(ok(await post(tableRoute(id, "tags/list"), { id })).tags["t.1"].version, 1);
     ok(await post(tableRoute(id, "deregister"), { id }));
