@@ -12,7 +12,9 @@
 //
 // The control port answers GET /mode/up, /mode/stall (requests are taken and
 // never answered, as by a server that hangs), /mode/down (connections are
-// cut at once, as by a server that stopped), and GET /stats, a JSON object:
+// cut at once, as by a server that stopped), /mode/down-after/<n> (n more
+// requests are served, then down: a server that stops in the middle of a
+// commit), and GET /stats, a JSON object:
 // {"verified": n, "rejected": n, "requests": [..the last 200 "METHOD path"..]}.
 import crypto from "node:crypto";
 import http from "node:http";
@@ -89,6 +91,7 @@ async function main() {
   const { port: backendPort } = await backend.run();
 
   let mode = "up";
+  let servedBeforeDown = Infinity;
   const stats = { verified: 0, rejected: 0, requests: [] };
   const stalled = new Set();
 
@@ -97,6 +100,7 @@ async function main() {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
+      if (mode === "up" && servedBeforeDown-- <= 0) mode = "down";
       if (mode === "down") return req.socket.destroy();
       if (mode === "stall") return stalled.add(req.socket);
       const body = Buffer.concat(chunks);
@@ -130,9 +134,10 @@ async function main() {
   await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
 
   const control = http.createServer((req, res) => {
-    const m = /^\/mode\/(up|stall|down)$/.exec(req.url);
+    const m = /^\/mode\/(up|stall|down|down-after\/(\d+))$/.exec(req.url);
     if (m) {
-      mode = m[1];
+      mode = m[2] === undefined ? m[1] : "up";
+      servedBeforeDown = m[2] === undefined ? Infinity : Number(m[2]);
       if (mode !== "stall") {
         for (const s of stalled) s.destroy();
         stalled.clear();

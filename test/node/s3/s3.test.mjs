@@ -7,6 +7,7 @@
 // http://127.0.0.1:9100), LANCE_S3_CONTROL (its control port's URL) and
 // LANCE_S3_LOCAL (a folder in lance_namespace.local_roots of this database).
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import aws4 from "aws4";
@@ -107,6 +108,41 @@ function sqlError(sql, vars = {}) {
   assert.fail(`expected an error from: ${sql}`);
 }
 
+/**
+ * A psql session whose statements run when `run` is called, so that a
+ * transaction can stay open while the test acts elsewhere.  `run` answers
+ * what psql printed (errors included).
+ */
+function psqlSession() {
+  const child = spawn("psql", ["-X", "-q", "-t", "-A", ...env.psqlArgs], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  let n = 0;
+  return {
+    run(sql) {
+      const marker = `done-${++n}`;
+      const start = out.length;
+      child.stdin.write(`${sql}\n\\echo ${marker}\n`);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`psql did not answer: ${out}`)), 30_000);
+        const check = () => {
+          if (out.indexOf(marker, start) >= 0) {
+            clearTimeout(timer);
+            child.stdout.off("data", check);
+            resolve(out.slice(start));
+          }
+        };
+        child.stdout.on("data", check);
+        check();
+      });
+    },
+    end() {
+      child.stdin.end();
+    },
+  };
+}
+
 async function putObject(key, body) {
   const url = new URL(`${endpoint}/lake/${key.split("/").map(encodeURIComponent).join("/")}`);
   const signed = aws4.sign(
@@ -186,6 +222,62 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     const t = await db.openTable(name, [ns]);
     assert.equal(await t.countRows(), 81);
     await eventually(async () => assert.equal((await listKeys(`${keyOf(loc)}/_versions/`)).length, 9));
+  });
+
+  test("branches live in the bucket: the client checks one out, commits on it, and a deletion removes its objects", async () => {
+    const name = "branchy";
+    const t = await db.createTable(name, itemRows(0, 2), [ns]); // v1
+    await t.add(itemRows(2, 3)); // v2: 5 rows
+    const id = [ns, name];
+    const loc = (await describeTable(id)).location;
+    ok(await post(tableRoute(id, "branches/create"), { id, name: "dev", from_version: 1 }));
+    const treeKeys = await listKeys(`${keyOf(loc)}/tree/dev/_versions/`);
+    assert.deepEqual(treeKeys, [`${keyOf(loc)}/tree/dev/_versions/${manifestName(1)}`]);
+    assert.deepEqual(await listKeys(`${keyOf(loc)}/_refs/branches/`), [`${keyOf(loc)}/_refs/branches/dev.json`]);
+    const dev = await (await t.branches()).checkout("dev");
+    assert.equal(await dev.countRows(), 2);
+    await dev.add(itemRows(100, 1));
+    assert.equal(await dev.countRows(), 3);
+    await t.checkoutLatest();
+    assert.equal(await t.countRows(), 5);
+    ok(await post(tableRoute(id, "branches/delete"), { id, name: "dev" }));
+    assert.deepEqual(await listKeys(`${keyOf(loc)}/_refs/branches/`), []);
+    // the branch's objects go once the deletion has committed
+    assert.deepEqual(await listKeys(`${keyOf(loc)}/tree/dev/`), []);
+  });
+
+  test("tags of a transaction that rolls back never reach the bucket, and a commit that fails puts them back", async () => {
+    const id = [ns, "busy"];
+    const loc = (await describeTable(id)).location;
+    const tagKey = `${keyOf(loc)}/_refs/tags/kept.json`;
+    ok(await post(tableRoute(id, "tags/create"), { id, tag: "kept", version: 2 }));
+    psql(
+      `BEGIN;
+       SELECT lance_create_table_tag(:'mk'::jsonb) IS NOT NULL;
+       SELECT lance_delete_table_tag(:'rm'::jsonb) IS NOT NULL;
+       ROLLBACK;`,
+      {
+        mk: JSON.stringify({ id, tag: "gone", version: 1 }),
+        rm: JSON.stringify({ id, tag: "kept" }),
+      },
+    );
+    assert.deepEqual(await listKeys(`${keyOf(loc)}/_refs/tags/`), [tagKey]);
+    // a commit that fails after it wrote some refs puts them back: "gone" is
+    // created in the bucket behind the catalog's back while the transaction
+    // runs, so that its commit deletes "kept" and then fails to create "gone"
+    const session = psqlSession();
+    await session.run(`BEGIN;
+      SELECT lance_delete_table_tag('${JSON.stringify({ id, tag: "kept" })}'::jsonb) IS NOT NULL;
+      SELECT lance_create_table_tag('${JSON.stringify({ id, tag: "gone", version: 1 })}'::jsonb) IS NOT NULL;`);
+    await putObject(`${keyOf(loc)}/_refs/tags/gone.json`, "{}");
+    const out = await session.run("COMMIT;");
+    session.end();
+    assert.match(out, /created by another writer/);
+    assert.deepEqual((await listKeys(`${keyOf(loc)}/_refs/tags/`)).sort(), [`${keyOf(loc)}/_refs/tags/gone.json`, tagKey]);
+    assert.equal((await s3("GET", `/lake/${tagKey}`)).status, 200);
+    await s3("DELETE", `/lake/${keyOf(loc)}/_refs/tags/gone.json`);
+    const tags = ok(await post(tableRoute(id, "tags/list"), { id })).tags;
+    assert.deepEqual(Object.keys(tags), ["kept"]);
   });
 
   test("a rename keeps the table's objects, and a drop removes them once processed", async () => {
@@ -298,6 +390,40 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     await eventually(async () =>
       assert.deepEqual(await listKeys(`${keyOf(loc)}/_versions/`), [`${keyOf(loc)}/_versions/${manifestName(1)}`]),
     );
+  });
+
+  test("a store that stops between the copies of a batch: 17, no version, and the batch succeeds once it is back", async () => {
+    const names = [uniqueName("mid"), uniqueName("mid")];
+    const locs = [];
+    for (const name of names) {
+      const loc = ok(await post(tableRoute([ns, name], "declare"), { id: [ns, name] })).location;
+      await putObject(`${keyOf(loc)}/_versions/stage.manifest-1`, `manifest of ${name}`);
+      locs.push(loc);
+    }
+    const req = JSON.stringify({
+      entries: names.map((name, i) => ({
+        id: [ns, name],
+        version: 1,
+        manifest_path: `${keyOf(locs[i])}/_versions/stage.manifest-1`,
+        manifest_size: Buffer.byteLength(`manifest of ${name}`),
+      })),
+    });
+    // the first copy is served, then the store is gone
+    await setMode("down-after/1");
+    const e = sqlError(
+      `SET lance_namespace.storage_timeout = '3s'; SELECT lance_batch_create_table_versions(:'req'::jsonb);`,
+      { req },
+    );
+    await setMode("up");
+    assert.equal(e.code, 17, e.text);
+    for (const loc of locs) assert.deepEqual(versionRows(loc), []);
+    psql(`SELECT lance_batch_create_table_versions(:'req'::jsonb) IS NOT NULL`, { req });
+    for (const loc of locs) {
+      assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
+      await eventually(async () =>
+        assert.deepEqual(await listKeys(`${keyOf(loc)}/_versions/`), [`${keyOf(loc)}/_versions/${manifestName(1)}`]),
+      );
+    }
   });
 
   test("storage options go only to callers that may read the table, and never into the feed or a listing", async () => {
