@@ -673,8 +673,12 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		exchange(method, url, headers, store, body, body_len, left, &got, &attempt);
 		if (attempt.cancelled || !retryable(&attempt) || i == MAX_ATTEMPTS - 1)
 			break;
-		/* back off 50 ms, then 200 ms; an interrupt ends the wait */
-		for (int slept = 0; slept < (i == 0 ? 50 : 200) && !interrupt_waiting(); slept += 10)
+		/*
+		 * Retry at once the first time (most often a kept-alive connection
+		 * the store had closed), then after 200 ms; an interrupt ends the
+		 * wait.
+		 */
+		for (int slept = 0; slept < (i == 0 ? 0 : 200) && !interrupt_waiting(); slept += 10)
 			pg_usleep(10000L);
 		if (interrupt_waiting())
 		{

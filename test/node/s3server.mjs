@@ -130,7 +130,7 @@ async function main() {
       out.end(body);
     });
   });
-  proxy.keepAliveTimeout = 1000;
+  proxy.keepAliveTimeout = 5000; // as Node and many S3 servers keep connections
   await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
 
   const control = http.createServer((req, res) => {

@@ -70,6 +70,26 @@ if is_api_key "$NEW" && [[ "$NEW" != "$KEY" ]]; then pass "it makes a new key"; 
 check "the new key works" 200 "$(status "$NEW" /v1/namespace/%24/list)"
 check "the new key's file is the caller's alone" "600" "$(stat -c '%a' "$DATA/api_key")"
 
+# LN_ROOT: the root is set on every run; an S3 root works once a storage
+# setting covers it (no store is reached: declaring a table writes nothing)
+D() { "$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance "$@"; }
+root_now() { D -c "SHOW lance_namespace.root"; }
+D -c "SELECT lance_set_storage('{\"location\": \"s3://lake/run\", \"options\": {\"aws_endpoint\": \"http://127.0.0.1:9\", \"allow_http\": \"true\", \"aws_access_key_id\": \"k\", \"aws_secret_access_key\": \"s\"}}')" >/dev/null
+if LN_ROOT=s3://lake/run run_catalog >"$WORK/run4.log" 2>&1; then pass "LN_ROOT=s3://lake/run scripts/run.sh"; else fail "LN_ROOT=s3://lake/run scripts/run.sh" "$(tail -n 20 "$WORK/run4.log")"; fi
+check "LN_ROOT sets lance_namespace.root" "s3://lake/run" "$(root_now)"
+check "a table declared through the gateway goes below it, managed" "true true" \
+	"$(curl -s -H "x-api-key: $NEW" -H 'content-type: application/json' -d '{}' \
+		"http://127.0.0.1:$GW_PORT/v1/namespace/runs3/create" >/dev/null
+	   curl -s -H "x-api-key: $NEW" -H 'content-type: application/json' -d '{}' \
+		"http://127.0.0.1:$GW_PORT/v1/table/runs3%24t/declare" |
+		node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+			const r = JSON.parse(s); console.log(r.location.startsWith("s3://lake/run/runs3/t_"), r.managed_versioning); })')"
+if LN_ROOT=s3://elsewhere/x run_catalog >"$WORK/run5.log" 2>&1; then pass "LN_ROOT with no storage setting still starts"; else fail "LN_ROOT with no storage setting still starts" "$(tail -n 20 "$WORK/run5.log")"; fi
+grep -q "no storage setting covers s3://elsewhere/x" "$WORK/run5.log" && pass "run.sh warns that nothing covers that root" ||
+	fail "run.sh warns that nothing covers that root" "$(tail -n 20 "$WORK/run5.log")"
+if run_catalog >"$WORK/run6.log" 2>&1; then pass "scripts/run.sh without LN_ROOT"; else fail "scripts/run.sh without LN_ROOT" "$(tail -n 20 "$WORK/run6.log")"; fi
+check "without LN_ROOT the root is the tables folder again" "$DATA/tables" "$(root_now)"
+
 if LN_DATA="$DATA" bash "$ROOT/scripts/stop.sh" >"$WORK/stop.log" 2>&1; then pass "scripts/stop.sh"; else fail "scripts/stop.sh" "$(cat "$WORK/stop.log")"; fi
 check "nothing answers on the gateway's port once stopped" 000 "$(status "$NEW" /v1/namespace/%24/list || true)"
 
