@@ -563,7 +563,7 @@ bench_client_s3() {
 	S3_SERVER_PORT="$(find_free_port 9500)"
 	ctlport="$(find_free_port $((S3_SERVER_PORT + 1)))"
 	make_postgres_dir "$TMP_DIR/s3data" 700
-	as_postgres node "$ROOT/test/node/s3server.mjs" "$S3_SERVER_PORT" "$ctlport" "$TMP_DIR/s3data" \
+	as_postgres node --openssl-legacy-provider "$ROOT/test/node/s3server.mjs" "$S3_SERVER_PORT" "$ctlport" "$TMP_DIR/s3data" \
 		>"$RES/s3server.log" 2>&1 &
 	for ((i = 0; i < 100; i++)); do
 		curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" && break

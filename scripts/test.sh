@@ -271,7 +271,7 @@ run_s3_tests() {
 	say "starting the S3 test server on port $s3port"
 	prepare_node_tests
 	S3_SERVER_PORT="$s3port"
-	as_postgres node "$tests/s3server.mjs" "$s3port" "$ctlport" "$TMP_DIR/s3data" >"$TMP_DIR/s3server.log" 2>&1 &
+	as_postgres node --openssl-legacy-provider "$tests/s3server.mjs" "$s3port" "$ctlport" "$TMP_DIR/s3data" >"$TMP_DIR/s3server.log" 2>&1 &
 	for ((i = 0; i < 100; i++)); do
 		curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" && break
 		sleep 0.1

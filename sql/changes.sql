@@ -495,6 +495,13 @@ SELECT lance_process_drops();
 ROLLBACK;
 SELECT n, status FROM log WHERE status = 'Queued' ORDER BY n;
 
+-- Without local_roots a local folder cannot be checked: the drops stay
+-- queued (rather than fail for good), and those of S3 tables would go on.
+SET lance_namespace.local_roots = '';
+SELECT lance_process_drops() AS processed;
+SELECT n, status FROM log WHERE status = 'Queued' ORDER BY n;
+SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
+
 -- sym.lance is swapped for a link to a folder outside after its drop: its
 -- removal removes the link and leaves the target alone.
 \! rm -rf /tmp/lance_namespace_changes/root/ns/sym.lance && ln -s /tmp/lance_namespace_changes/outside/sym.lance /tmp/lance_namespace_changes/root/ns/sym.lance
@@ -552,10 +559,6 @@ SELECT rtrim(pg_read_file('/tmp/lance_namespace_changes/root/nest/inner.lance/da
        pg_temp.present('/tmp/lance_namespace_changes/root/around') AS around_present,
        pg_temp.present('/tmp/lance_namespace_changes/root/around/in.lance') AS in_present,
        pg_temp.present('/tmp/lance_namespace_changes/root') AS root_present;
--- Without local_roots, nothing can be checked: the call refuses instead of failing every drop.
-SET lance_namespace.local_roots = '';
-SELECT lance_process_drops();
-
 SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
 SELECT lance_drop_namespace('{"id": ["ch_local"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_changes

@@ -364,7 +364,7 @@ CREATE EVENT TRIGGER lance_namespace_refuse_drop ON ddl_command_start
 CREATE FUNCTION lance_sweep_leftovers() RETURNS integer
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 
--- Access control (0.4.0).  Callers are PostgreSQL roles: current_user in
+-- Access control (0.3.0).  Callers are PostgreSQL roles: current_user in
 -- SQL, the role of the API key through lance_rest().  The API functions read
 -- and write the catalog as the owner of schema lance_catalog (see
 -- catalog.c), with a fixed search_path; callers need EXECUTE on them and no

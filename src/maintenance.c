@@ -44,6 +44,7 @@ maintenance_process_drops(bool wait)
 	char **transaction_ids;
 	char **locations;
 	int n;
+	int handled = 0;
 
 	catalog_begin();
 	n = catalog_list_queued_drops(DROPS_PER_CALL, &transaction_ids, &locations);
@@ -54,6 +55,13 @@ maintenance_process_drops(bool wait)
 		char *reason;
 
 		CHECK_FOR_INTERRUPTS();
+		/*
+		 * Without local roots no local folder can be checked: such a drop
+		 * stays queued (rather than fail for good) until they are set.
+		 */
+		if (locations[i] != NULL && storage_is_local(locations[i]) && !storage_has_local_roots())
+			continue;
+		handled++;
 		/* none when a drop that queued nothing was set to Queued by AlterTransaction */
 		if (locations[i] != NULL)
 		{
@@ -84,7 +92,7 @@ maintenance_process_drops(bool wait)
 		catalog_set_change(transaction_ids[i], reason ? "Failed" : "Succeeded", &properties);
 	}
 	catalog_end();
-	return n;
+	return handled;
 }
 
 /*
@@ -154,10 +162,6 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	/* it removes folders on the server: not for every role that may call functions */
 	access_begin();
 	access_require_admin("lance_process_drops()");
-	/* without roots every drop would look out of bounds, and fail for good */
-	if (!storage_has_local_roots())
-		ln_error(LN_INVALID_INPUT, "lance_process_drops() needs lance_namespace.local_roots set, "
-								   "as where the tables were dropped");
 	PG_RETURN_INT32(maintenance_process_drops(true));
 }
 

@@ -255,6 +255,12 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 	refs_check_name(req->name, "name", true);
 	get_local_table(req, true, &table);
 	check_branch_folder(req, &table);
+	/*
+	 * As DeleteTableBranch: a deletion of a branch of this name that has
+	 * committed may still be removing its objects; wait for it.
+	 */
+	storage_lock_folder(psprintf("%s/tree/%s", location_folder_key(table.location), req->name),
+						true);
 
 	memset(&branch, 0, sizeof(branch));
 	source.branch = req->from_branch;

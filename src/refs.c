@@ -23,9 +23,10 @@ void
 refs_check_name(const char *name, const char *field, bool branch)
 {
 	size_t len = strlen(name);
+	/* as git's ref names: no segment begins with '.' ("a/./b" would be "a/b" to a store) */
 	bool ok = len > 0 && name[0] != '/' && name[len - 1] != '/' && name[len - 1] != '.' &&
 			  strstr(name, "//") == NULL && strstr(name, "..") == NULL && name[0] != '.' &&
-			  !(len >= 5 && strcmp(name + len - 5, ".lock") == 0) &&
+			  strstr(name, "/.") == NULL && !(len >= 5 && strcmp(name + len - 5, ".lock") == 0) &&
 			  !(branch && strcmp(name, "main") == 0);
 
 	for (const char *c = name; *c && ok; c++)

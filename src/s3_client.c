@@ -36,8 +36,11 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "catalog/pg_collation.h"
 #include "utils/builtins.h"
+#include "utils/formatting.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "error.h"
@@ -48,10 +51,13 @@
 static int connect_timeout_ms = 5000;
 static int total_timeout_ms = 30000;
 
-#define MAX_ATTEMPTS 3
-#define MAX_RESPONSE (256 * 1024 * 1024)
-#define DELETE_BATCH 1000
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define MAX_ATTEMPTS	 3
+#define MAX_RESPONSE	 (256 * 1024 * 1024)
+#define MAX_SMALL		 (1024 * 1024)		/* an answer with no object in it */
+#define MAX_LISTING		 (16 * 1024 * 1024) /* a page of a thousand keys, or their deletion */
+#define QUIET_TIMEOUT_MS 5000
+#define DELETE_BATCH	 1000
+#define EMPTY_SHA256	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 static CURL *easy = NULL;
 static CURLM *multi = NULL;
@@ -69,13 +75,24 @@ s3_init(void)
 							NULL, NULL);
 }
 
-/* Storage option names that hold secrets: never listed, never logged. */
+/*
+ * Storage option names that hold secrets: never listed, never logged.  In
+ * any case (Lance takes AWS_SECRET_ACCESS_KEY as well), and broadly: a key
+ * of any store (but a key's id), a token, a password, a credential, a SAS.
+ */
 bool
 s3_option_is_secret(const char *name)
 {
-	return strstr(name, "secret") != NULL || strstr(name, "token") != NULL ||
-		   strstr(name, "password") != NULL || strstr(name, "account_key") != NULL ||
-		   strstr(name, "service_account_key") != NULL;
+	char *lower = str_tolower(name, strlen(name), DEFAULT_COLLATION_OID);
+	size_t len = strlen(lower);
+	bool secret;
+
+	secret = strstr(lower, "secret") != NULL || strstr(lower, "token") != NULL ||
+			 strstr(lower, "password") != NULL || strstr(lower, "credential") != NULL ||
+			 strstr(lower, "private") != NULL || strstr(lower, "sas") != NULL ||
+			 (len >= 3 && strcmp(lower + len - 3, "key") == 0);
+	pfree(lower);
+	return secret;
 }
 
 /* The first of `names` the options give, or NULL. */
@@ -139,9 +156,13 @@ s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store)
 	store->virtual_hosted = option_true(option(options, virtual_names));
 	if (endpoint == NULL)
 	{
-		/* AWS itself: virtual-hosted style is what it asks of new buckets */
+		/*
+		 * AWS itself: virtual-hosted style is what it asks of new buckets,
+		 * but for a bucket with a '.' in its name, which no certificate of
+		 * AWS's covers as a host name.
+		 */
 		store->endpoint = psprintf("https://s3.%s.amazonaws.com", store->region);
-		store->virtual_hosted = true;
+		store->virtual_hosted = strchr(bucket, '.') == NULL;
 	}
 	else
 	{
@@ -248,6 +269,7 @@ typedef struct Gathered
 	char *data;
 	size_t len;
 	size_t cap;
+	size_t limit; /* the most this answer may hold */
 	bool too_large;
 } Gathered;
 
@@ -257,7 +279,7 @@ gather(char *ptr, size_t size, size_t nmemb, void *arg)
 	Gathered *g = (Gathered *)arg;
 	size_t n = size * nmemb;
 
-	if (g->len + n > MAX_RESPONSE)
+	if (g->len + n > g->limit)
 	{
 		g->too_large = true;
 		return 0;
@@ -296,6 +318,18 @@ send_body(char *buffer, size_t size, size_t nitems, void *arg)
 	return n;
 }
 
+/* curl rewinds a body to send it again (a kept-alive connection that was closed). */
+static int
+seek_body(void *arg, curl_off_t offset, int origin)
+{
+	Sending *s = (Sending *)arg;
+
+	if (origin != SEEK_SET || offset < 0 || (size_t)offset > s->len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	s->off = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
 /* Whether an interrupt waits that this backend would act on now. */
 static bool
 interrupt_waiting(void)
@@ -324,6 +358,8 @@ configure(CURL *handle, const char *method, const char *url, struct curl_slist *
 	curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
+	/* a key is sent as it is: "a/./b" is no other object's name */
+	curl_easy_setopt(handle, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, (long)Min(connect_timeout_ms, timeout_ms));
 	curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
@@ -342,6 +378,8 @@ configure(CURL *handle, const char *method, const char *url, struct curl_slist *
 		curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(handle, CURLOPT_READFUNCTION, send_body);
 		curl_easy_setopt(handle, CURLOPT_READDATA, sending);
+		curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, seek_body);
+		curl_easy_setopt(handle, CURLOPT_SEEKDATA, sending);
 		curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sending->len);
 		if (strcmp(method, "POST") == 0)
 			curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, "POST");
@@ -566,6 +604,16 @@ xml_element(const char *xml, const char **at, const char *tag)
 	return out.data;
 }
 
+/* The <Code> of an S3 error answer, or "" (a HEAD answer has no body). */
+static char *
+store_code(const S3Result *r)
+{
+	const char *at = r->body;
+	char *code = r->body ? xml_element(r->body, &at, "Code") : NULL;
+
+	return code ? code : pstrdup("");
+}
+
 /* "Code: Message" of an S3 error answer, or the HTTP status. */
 static char *
 store_reason(const S3Result *r)
@@ -587,7 +635,8 @@ retryable(const Attempt *a)
 	if (a->code == CURLE_OK)
 		return a->status == 500 || a->status == 502 || a->status == 503 || a->status == 504;
 	return a->code == CURLE_COULDNT_CONNECT || a->code == CURLE_SEND_ERROR ||
-		   a->code == CURLE_RECV_ERROR || a->code == CURLE_GOT_NOTHING;
+		   a->code == CURLE_RECV_ERROR || a->code == CURLE_GOT_NOTHING ||
+		   a->code == CURLE_SEND_FAIL_REWIND;
 }
 
 /*
@@ -631,13 +680,19 @@ build_headers(const S3Store *store, const char *method, const char *body, size_t
  */
 static void
 s3_request(const S3Store *store, const char *method, const char *key, const char *query,
-		   List *headers_in, const char *body, size_t body_len, bool quiet, S3Result *r)
+		   List *headers_in, const char *body, size_t body_len, bool quiet, size_t max_len,
+		   S3Result *r)
 {
 	char *url = object_url(store, key, query);
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), total_timeout_ms);
+	/*
+	 * In a commit or abort callback interrupts are held: a call there gets 5
+	 * seconds at most, so that an undo never waits long on a store.
+	 */
+	TimestampTz deadline = TimestampTzPlusMilliseconds(
+		GetCurrentTimestamp(), quiet ? Min(total_timeout_ms, QUIET_TIMEOUT_MS) : total_timeout_ms);
 	struct curl_slist *headers;
 	Attempt attempt;
-	Gathered got = {NULL, 0, 0, false};
+	Gathered got = {NULL, 0, 0, max_len, false};
 
 	memset(r, 0, sizeof(*r));
 	if (easy == NULL && (easy = curl_easy_init()) == NULL)
@@ -670,6 +725,7 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 			break;
 		free(got.data);
 		memset(&got, 0, sizeof(got));
+		got.limit = max_len;
 		exchange(method, url, headers, store, body, body_len, left, &got, &attempt);
 		if (attempt.cancelled || !retryable(&attempt) || i == MAX_ATTEMPTS - 1)
 			break;
@@ -691,11 +747,16 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 	/* copy out, free curl's memory: from here on raising is safe */
 	if (got.data != NULL)
 	{
-		r->body = palloc(got.len + 1);
-		memcpy(r->body, got.data, got.len);
-		r->body[got.len] = '\0';
-		r->len = got.len;
+		r->body = palloc_extended(got.len + 1, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (r->body != NULL)
+		{
+			memcpy(r->body, got.data, got.len);
+			r->body[got.len] = '\0';
+			r->len = got.len;
+		}
 		free(got.data);
+		if (r->body == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	}
 	else
 		r->body = pstrdup("");
@@ -707,8 +768,8 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 	}
 	if (got.too_large)
 	{
-		r->error = psprintf("the answer of the object store to %s is over %d MB", method,
-							MAX_RESPONSE / (1024 * 1024));
+		r->error =
+			psprintf("the answer of the object store to %s is over %zu bytes", method, max_len);
 		if (!quiet)
 			ln_error(LN_INVALID_TABLE_STATE, "%s", r->error);
 		return;
@@ -724,7 +785,11 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		return;
 	}
 	r->status = attempt.status;
-	if (!quiet && (r->status >= 500 || r->status == 429))
+	if (!quiet && (r->status == 429 || strcmp(store_code(r), "SlowDown") == 0))
+		ln_error_detail(LN_THROTTLING, "Retry more slowly.",
+						"the object store of bucket \"%s\" asks for fewer requests: %s",
+						store->bucket, store_reason(r));
+	if (!quiet && r->status >= 500)
 		ln_error_detail(LN_SERVICE_UNAVAILABLE, "Retry once the object store is available again.",
 						"the object store of bucket \"%s\" is unavailable: %s", store->bucket,
 						store_reason(r));
@@ -733,25 +798,43 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 }
 
 /*
- * Raise the Lance error for an answer that is no success: access denied is
- * the store's to grant (LN015, with its reason), a missing bucket is a
- * location that cannot work (LN013), anything else the catalog did not
- * expect (LN018).
+ * Raise the Lance error for an answer that is no success, by the store's
+ * error code: access denied is the store's to grant (LN015, with its
+ * reason); a missing bucket, a key the store cannot take, or a bucket
+ * reached in the wrong region or at the wrong endpoint are locations or
+ * settings that cannot work (LN013); a conflicting operation on the bucket
+ * is LN014; anything else the catalog did not expect (LN018, logged).
  */
 static void
 pg_attribute_noreturn()
 	raise_for(const S3Store *store, const S3Result *r, const char *what, const char *key)
 {
 	char *reason = store_reason(r);
+	char *code = store_code(r);
 
 	if (r->status == 403 || r->status == 401)
 		ln_error_detail(LN_PERMISSION_DENIED,
 						"Check the access key and the policy of the storage setting.",
 						"the object store refused to %s \"%s\" in bucket \"%s\": %s", what, key,
 						store->bucket, reason);
-	if (r->status == 404 && strstr(reason, "NoSuchBucket") != NULL)
+	if (strcmp(code, "NoSuchBucket") == 0)
 		ln_error(LN_INVALID_INPUT, "bucket \"%s\" does not exist (%s \"%s\")", store->bucket, what,
 				 key);
+	if (strcmp(code, "KeyTooLongError") == 0 || strcmp(code, "InvalidArgument") == 0 ||
+		strcmp(code, "InvalidObjectName") == 0)
+		ln_error(LN_INVALID_INPUT, "the object store cannot %s \"%s\" in bucket \"%s\": %s", what,
+				 key, store->bucket, reason);
+	if (r->status == 301 || r->status == 307 || strcmp(code, "PermanentRedirect") == 0 ||
+		strcmp(code, "AuthorizationHeaderMalformed") == 0 ||
+		strcmp(code, "IllegalLocationConstraintException") == 0)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Check aws_region and aws_endpoint of the storage setting.",
+						"bucket \"%s\" is not reached where the storage setting says: %s",
+						store->bucket, reason);
+	if (r->status == 409)
+		ln_error(LN_CONCURRENT_MODIFICATION,
+				 "the object store could not %s \"%s\" in bucket \"%s\" now: %s", what, key,
+				 store->bucket, reason);
 	ln_error(LN_INTERNAL, "the object store could not %s \"%s\" in bucket \"%s\": %s", what, key,
 			 store->bucket, reason);
 }
@@ -763,7 +846,7 @@ s3_head(const S3Store *store, const char *key, int64 *size)
 	S3Result r;
 	curl_off_t length = -1;
 
-	s3_request(store, "HEAD", key, NULL, NIL, NULL, 0, false, &r);
+	s3_request(store, "HEAD", key, NULL, NIL, NULL, 0, false, MAX_SMALL, &r);
 	if (r.status == 404)
 		return false;
 	if (r.status != 200)
@@ -774,14 +857,14 @@ s3_head(const S3Store *store, const char *key, int64 *size)
 	return true;
 }
 
-/* The bytes of object `key`, or NULL if there is none. */
+/* The bytes of object `key` (at most `max_len`), or NULL if there is none. */
 char *
-s3_get(const S3Store *store, const char *key, size_t *len)
+s3_get(const S3Store *store, const char *key, size_t max_len, size_t *len)
 {
 	S3Result r;
 
-	s3_request(store, "GET", key, NULL, NIL, NULL, 0, false, &r);
-	if (r.status == 404 && strstr(r.body, "NoSuchBucket") == NULL)
+	s3_request(store, "GET", key, NULL, NIL, NULL, 0, false, Min(max_len, MAX_RESPONSE), &r);
+	if (r.status == 404 && strcmp(store_code(&r), "NoSuchBucket") != 0)
 		return NULL;
 	if (r.status != 200)
 		raise_for(store, &r, "read", key);
@@ -795,7 +878,7 @@ s3_put(const S3Store *store, const char *key, const char *bytes, size_t len)
 {
 	S3Result r;
 
-	s3_request(store, "PUT", key, NULL, NIL, bytes, len, false, &r);
+	s3_request(store, "PUT", key, NULL, NIL, bytes, len, false, MAX_SMALL, &r);
 	if (r.status != 200)
 		raise_for(store, &r, "write", key);
 }
@@ -806,9 +889,9 @@ s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t 
 {
 	S3Result r;
 
-	s3_request(store, "PUT", key, NULL, NIL, bytes, len, true, &r);
+	s3_request(store, "PUT", key, NULL, NIL, bytes, len, true, MAX_SMALL, &r);
 	*error = r.error;
-	*no_answer = r.error != NULL && r.status == 0;
+	*no_answer = r.error != NULL && (r.status == 0 || r.status >= 500);
 	return r.error == NULL;
 }
 
@@ -829,16 +912,96 @@ s3_copy(const S3Store *store, const char *from_key, const char *to_key)
 	initStringInfo(&source);
 	appendStringInfo(&source, "x-amz-copy-source: /%s/", store->bucket);
 	append_encoded(&source, from_key, true);
-	s3_request(store, "PUT", to_key, NULL, list_make1(source.data), NULL, 0, false, &r);
+	s3_request(store, "PUT", to_key, NULL, list_make1(source.data), NULL, 0, false, MAX_SMALL, &r);
 	/* a copy can fail after its 200: the error is then in the body */
 	if (r.status == 200 && strstr(r.body, "<Error>") == NULL)
 		return;
-	if (r.status == 404 && strstr(r.body, "NoSuchKey") != NULL)
+	if (r.status == 404 && strcmp(store_code(&r), "NoSuchKey") == 0)
 		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" does not exist in bucket \"%s\"",
 				 from_key, store->bucket);
+	/* an error after the 200 is one of the store's (InternalError, SlowDown): retry later */
 	if (r.status == 200)
-		r.status = 500;
+		ln_error_detail(LN_SERVICE_UNAVAILABLE, "Retry once the object store is available again.",
+						"the object store of bucket \"%s\" failed to copy to \"%s\": %s",
+						store->bucket, to_key, store_reason(&r));
 	raise_for(store, &r, "copy to", to_key);
+}
+
+/* The body of a DeleteObjects request for `keys`. */
+static StringInfo
+delete_request(char **keys, int n)
+{
+	StringInfo xml = makeStringInfo();
+
+	appendStringInfoString(xml, "<Delete><Quiet>true</Quiet>");
+	for (int i = 0; i < n; i++)
+	{
+		appendStringInfoString(xml, "<Object><Key>");
+		for (const char *c = keys[i]; *c; c++)
+		{
+			if (*c == '&')
+				appendStringInfoString(xml, "&amp;");
+			else if (*c == '<')
+				appendStringInfoString(xml, "&lt;");
+			else if (*c == '>')
+				appendStringInfoString(xml, "&gt;");
+			else if ((unsigned char)*c < 0x20)
+				/* XML would read a raw CR as LF: another key */
+				appendStringInfo(xml, "&#x%X;", (unsigned char)*c);
+			else
+				appendStringInfoChar(xml, *c);
+		}
+		appendStringInfoString(xml, "</Key></Object>");
+	}
+	appendStringInfoString(xml, "</Delete>");
+	return xml;
+}
+
+/* Delete object `key` (none there is no error). */
+void
+s3_delete(const S3Store *store, const char *key)
+{
+	S3Result r;
+
+	s3_request(store, "DELETE", key, NULL, NIL, NULL, 0, false, MAX_SMALL, &r);
+	if (r.status != 204 && r.status != 200 && r.status != 404)
+		raise_for(store, &r, "delete", key);
+}
+
+/*
+ * Delete `keys` (at most a thousand) with one request, raising nothing;
+ * false with *error if not all were deleted, and *no_answer if the store
+ * did not answer at all.
+ */
+bool
+s3_delete_keys_quietly(const S3Store *store, char **keys, int n, char **error, bool *no_answer)
+{
+	StringInfo xml;
+	S3Result r;
+	const char *at;
+	char *failed;
+
+	Assert(n <= DELETE_BATCH);
+	*error = NULL;
+	*no_answer = false;
+	if (n == 0)
+		return true;
+	xml = delete_request(keys, n);
+	s3_request(store, "POST", NULL, "delete=",
+			   list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
+						  "Content-Type: application/xml"),
+			   xml->data, xml->len, true, MAX_LISTING, &r);
+	*no_answer = r.error != NULL && (r.status == 0 || r.status >= 500);
+	if (r.error == NULL && r.status == 200)
+	{
+		at = r.body;
+		if ((failed = xml_element(r.body, &at, "Error")) == NULL)
+			return true;
+		*error = psprintf("some keys were not deleted: %s", failed);
+		return false;
+	}
+	*error = r.error ? r.error : psprintf("HTTP status %ld", r.status);
+	return false;
 }
 
 /*
@@ -850,9 +1013,9 @@ s3_delete_quietly(const S3Store *store, const char *key, char **error, bool *no_
 {
 	S3Result r;
 
-	s3_request(store, "DELETE", key, NULL, NIL, NULL, 0, true, &r);
+	s3_request(store, "DELETE", key, NULL, NIL, NULL, 0, true, MAX_SMALL, &r);
 	*error = r.error;
-	*no_answer = r.error != NULL && r.status == 0;
+	*no_answer = r.error != NULL && (r.status == 0 || r.status >= 500);
 	return r.error == NULL;
 }
 
@@ -887,12 +1050,17 @@ s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys)
 		}
 		appendStringInfoString(&query, "list-type=2&prefix=");
 		append_encoded(&query, prefix, false);
-		s3_request(store, "GET", NULL, query.data, NIL, NULL, 0, false, &r);
+		s3_request(store, "GET", NULL, query.data, NIL, NULL, 0, false, MAX_LISTING, &r);
 		if (r.status != 200)
 			raise_for(store, &r, "list", prefix);
 		at = r.body;
 		while ((key = xml_element(r.body, &at, "Key")) != NULL)
 		{
+			/* a store that answers keys outside the prefix is not to be trusted with deletes */
+			if (strncmp(key, prefix, strlen(prefix)) != 0)
+				ln_error(LN_INTERNAL,
+						 "the object store listed \"%s\" for prefix \"%s\" in bucket \"%s\"", key,
+						 prefix, store->bucket);
 			if (n == cap)
 				*keys = repalloc(*keys, sizeof(char *) * (cap *= 2));
 			(*keys)[n++] = key;
@@ -905,33 +1073,6 @@ s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys)
 					: NULL;
 	} while (token != NULL && n <= max_keys);
 	return n;
-}
-
-/* The body of a DeleteObjects request for `keys`. */
-static StringInfo
-delete_request(char **keys, int n)
-{
-	StringInfo xml = makeStringInfo();
-
-	appendStringInfoString(xml, "<Delete><Quiet>true</Quiet>");
-	for (int i = 0; i < n; i++)
-	{
-		appendStringInfoString(xml, "<Object><Key>");
-		for (const char *c = keys[i]; *c; c++)
-		{
-			if (*c == '&')
-				appendStringInfoString(xml, "&amp;");
-			else if (*c == '<')
-				appendStringInfoString(xml, "&lt;");
-			else if (*c == '>')
-				appendStringInfoString(xml, "&gt;");
-			else
-				appendStringInfoChar(xml, *c);
-		}
-		appendStringInfoString(xml, "</Key></Object>");
-	}
-	appendStringInfoString(xml, "</Delete>");
-	return xml;
 }
 
 /*
@@ -1033,6 +1174,12 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 char *
 s3_delete_prefix(const S3Store *store, const char *prefix)
 {
+	MemoryContext round_cxt = AllocSetContextCreate(CurrentMemoryContext, "lance_namespace delete",
+													ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(round_cxt);
+	char *last_first = NULL; /* the first key of the round before, in the caller's context */
+	char *reason = NULL;
+
 	for (;;)
 	{
 		char **keys;
@@ -1043,13 +1190,22 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 		char *error;
 
 		if (n == 0)
-			return NULL;
+			break;
+		/* a key the store lists again after its deletion would have this loop run for ever */
+		if (last_first != NULL && strcmp(keys[0], last_first) == 0)
+		{
+			reason =
+				psprintf("the object store still lists \"%s\" in bucket \"%s\" after deleting it",
+						 keys[0], store->bucket);
+			break;
+		}
+		last_first = MemoryContextStrdup(old, keys[0]);
 		n = Min(n, DELETE_BATCH);
 		xml = delete_request(keys, n);
 		s3_request(store, "POST", NULL, "delete=",
 				   list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
 							  "Content-Type: application/xml"),
-				   xml->data, xml->len, false, &r);
+				   xml->data, xml->len, false, MAX_LISTING, &r);
 		if (r.status != 200)
 			raise_for(store, &r, "delete objects below", prefix);
 		at = r.body;
@@ -1057,11 +1213,20 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 		{
 			const char *e = error;
 			char *key = xml_element(error, &e, "Key");
+			char *code;
 
 			e = error;
-			return psprintf("could not delete \"%s\" in bucket \"%s\": %s", key ? key : "?",
-							store->bucket, xml_element(error, &e, "Code") ?: "error");
+			code = xml_element(error, &e, "Code");
+			reason = psprintf("could not delete \"%s\" in bucket \"%s\": %s", key ? key : "?",
+							  store->bucket, code ? code : "error");
+			break;
 		}
+		MemoryContextReset(round_cxt);
 		CHECK_FOR_INTERRUPTS();
 	}
+	MemoryContextSwitchTo(old);
+	if (reason != NULL)
+		reason = pstrdup(reason);
+	MemoryContextDelete(round_cxt);
+	return reason;
 }

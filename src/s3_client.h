@@ -35,9 +35,12 @@ extern void s3_store_from_options(const char *bucket, const LnMap *options, S3St
 extern bool s3_option_is_secret(const char *name);
 
 extern bool s3_head(const S3Store *store, const char *key, int64 *size);
-extern char *s3_get(const S3Store *store, const char *key, size_t *len);
+extern char *s3_get(const S3Store *store, const char *key, size_t max_len, size_t *len);
 extern void s3_put(const S3Store *store, const char *key, const char *bytes, size_t len);
 extern void s3_copy(const S3Store *store, const char *from_key, const char *to_key);
+extern void s3_delete(const S3Store *store, const char *key);
+extern bool s3_delete_keys_quietly(const S3Store *store, char **keys, int n, char **error,
+								   bool *no_answer);
 extern bool s3_delete_quietly(const S3Store *store, const char *key, char **error, bool *no_answer);
 extern bool s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t len,
 						   char **error, bool *no_answer);

@@ -36,6 +36,7 @@ extern bool storage_options_for(const char *location, LnMap *options);
 extern bool storage_option_is_secret(const char *name);
 extern void storage_check_setting(const char *location, const LnMap *options);
 extern bool storage_is_managed(const char *location);
+extern bool storage_is_local(const char *location);
 extern void storage_check_location(const char *location);
 extern bool storage_has_local_roots(void);
 extern void storage_sweep_table(const char *location, int *removed, int *restored);

@@ -65,6 +65,27 @@ backend_of(const char *location)
 }
 
 /*
+ * True if `leaf` is a final manifest's name, V1 ("<version>.manifest") or
+ * V2 (20 digits, ".manifest"): a staging manifest must not be one.  Once
+ * the version commits, the staging file is removed: named so, it would be
+ * another version's committed manifest.
+ */
+bool
+storage_is_final_manifest_name(const char *leaf)
+{
+	size_t digits = strspn(leaf, "0123456789");
+
+	return digits > 0 && strcmp(leaf + digits, ".manifest") == 0;
+}
+
+/* True if `location` is one of the local backend's (not an object store's). */
+bool
+storage_is_local(const char *location)
+{
+	return backend_of(location) == &local_backend;
+}
+
+/*
  * True if the catalog manages the versions of a table at `location`: a local
  * path strictly below one of lance_namespace.local_roots, or an S3 location
  * strictly below a storage setting.

@@ -44,9 +44,10 @@ typedef struct S3Undo
 	char *remove_on_commit; /* served its purpose once the change commits */
 	char *previous;			/* with `replaced`: the content it had, put back on abort */
 	size_t previous_len;
-	char *replaced;			/* an object overwritten or deleted here */
-	char *prefix_on_commit; /* deleted, with all below it, once the change commits */
-	bool queued;			/* remove_on_commit: its deletion is under way */
+	char *replaced;		   /* an object overwritten or deleted here */
+	char **keys_on_commit; /* a branch's objects, listed at pre-commit: deleted once the */
+	int nkeys_on_commit;   /* change commits (a key written later in it is taken out) */
+	bool queued;		   /* remove_on_commit: its deletion is under way */
 	SubTransactionId subid;
 	struct S3Undo *next;
 } S3Undo;
@@ -72,6 +73,11 @@ typedef struct CachedTable
 	S3Table table;
 	struct CachedTable *next;
 } CachedTable;
+
+/* A ref is a small JSON object; a bigger one is no ref of Lance's */
+#define MAX_REF_SIZE (1024 * 1024)
+/* Objects a branch's deletion deletes at most (its versions' manifests) */
+#define MAX_BRANCH_OBJECTS 100000
 
 static S3Undo *undo_list = NULL;
 static S3Pending *pending = NULL;
@@ -109,6 +115,23 @@ copy_store(S3Store *to, const S3Store *from)
 	to->virtual_hosted = from->virtual_hosted;
 }
 
+static bool
+same_store(const S3Store *a, const S3Store *b)
+{
+	return strcmp(a->endpoint, b->endpoint) == 0 && strcmp(a->bucket, b->bucket) == 0 &&
+		   strcmp(a->access_key_id, b->access_key_id) == 0;
+}
+
+/*
+ * The cache lives in TopTransactionContext, and goes with it however the
+ * transaction ends (commit, abort, PREPARE).
+ */
+static void
+forget_cache(void *arg pg_attribute_unused())
+{
+	cache = NULL;
+}
+
 /* Where table `location` is in its store: false if it is no S3 location or no setting covers it. */
 static bool
 find_table(const char *location, S3Table *out)
@@ -130,6 +153,13 @@ find_table(const char *location, S3Table *out)
 		return false;
 
 	old = MemoryContextSwitchTo(TopTransactionContext);
+	if (cache == NULL)
+	{
+		MemoryContextCallback *callback = palloc0(sizeof(MemoryContextCallback));
+
+		callback->func = forget_cache;
+		MemoryContextRegisterResetCallback(TopTransactionContext, callback);
+	}
 	c = palloc0(sizeof(CachedTable));
 	c->location = pstrdup(location);
 	MemoryContextSwitchTo(old);
@@ -259,6 +289,12 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
 								manifest_path, final_name);
 	copy->size = size;
 	copy->already_final = strcmp(slash + 1, final_name) == 0;
+	if (!copy->already_final && storage_is_final_manifest_name(slash + 1))
+		ln_error_detail(LN_INVALID_INPUT,
+						"Write the manifest to a staging name (the final name and a suffix).",
+						"manifest_path \"%s\" is the final name of another version, not a staging "
+						"manifest",
+						manifest_path);
 }
 
 /*
@@ -310,6 +346,13 @@ s3_remove_table_data(const char *location)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
+		/* the store's answer is the drop's reason; a cancel or running out of memory is not */
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) !=
+			ERRCODE_TO_CATEGORY(MAKE_SQLSTATE('L', 'N', '0', '0', '0')))
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
 		FlushErrorState();
 		reason = pstrdup(edata->message);
 		FreeErrorData(edata);
@@ -397,7 +440,7 @@ s3_read_ref(const char *location, const char *kind, const char *name)
 	key = ref_key(&t, kind, name);
 	if ((p = pending_change(&t, key)) != NULL)
 		return p->content ? pstrdup(p->content) : NULL;
-	return s3_get(&t.store, key, NULL);
+	return s3_get(&t.store, key, MAX_REF_SIZE, NULL);
 }
 
 bool
@@ -527,7 +570,7 @@ s3_read_table_manifest(const char *location, const char *manifest_path, size_t *
 		key[strlen(t.key)] != '/')
 		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" is not in the table's folder",
 				 manifest_path);
-	bytes = s3_get(&t.store, key, len);
+	bytes = s3_get(&t.store, key, SIZE_MAX, len);
 	if (bytes == NULL)
 		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" does not exist", manifest_path);
 	return bytes;
@@ -549,6 +592,27 @@ s3_write_branch_manifest(const char *location, const char *branch, int64 version
 	return like_path[0] == '/' ? psprintf("/%s", key) : key;
 }
 
+/*
+ * Take `key` out of the branch objects an earlier change of this
+ * transaction deletes after the commit: a later change wrote it.  True if
+ * it was there.
+ */
+static bool
+unschedule_deletion(const S3Store *store, const char *key)
+{
+	bool found = false;
+
+	for (S3Undo *u = undo_list; u != NULL; u = u->next)
+		for (int i = 0; i < u->nkeys_on_commit; i++)
+			if (strcmp(u->keys_on_commit[i], key) == 0 && same_store(&u->store, store))
+			{
+				u->keys_on_commit[i] = u->keys_on_commit[--u->nkeys_on_commit];
+				found = true;
+				break;
+			}
+	return found;
+}
+
 /* Write one pending change at pre-commit, keeping what it replaces for an abort. */
 static void
 apply_pending(const S3Pending *p)
@@ -557,14 +621,27 @@ apply_pending(const S3Pending *p)
 
 	if (p->folder == NULL && p->content == NULL)
 	{
-		/* a branch's objects: deleted once the commit is certain */
-		u->prefix_on_commit = top_strdup(p->key);
+		/*
+		 * A branch's objects: those there now are deleted once the commit
+		 * is certain.  The branch's folder lock, held until then, keeps a
+		 * new branch of that name out meanwhile.
+		 */
+		char **keys;
+		int n = s3_list(&p->store, p->key, MAX_BRANCH_OBJECTS, &keys);
+
+		if (n > MAX_BRANCH_OBJECTS)
+			ln_error(LN_INVALID_TABLE_STATE, "\"%s\" holds more than %d objects", p->key,
+					 MAX_BRANCH_OBJECTS);
+		u->keys_on_commit = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (n + 1));
+		for (int i = 0; i < n; i++)
+			u->keys_on_commit[i] = top_strdup(keys[i]);
+		u->nkeys_on_commit = n;
 		return;
 	}
 	if (!p->create)
 	{
 		size_t len;
-		char *previous = s3_get(&p->store, p->key, &len);
+		char *previous = s3_get(&p->store, p->key, MAX_REF_SIZE, &len);
 
 		if (previous != NULL)
 		{
@@ -574,18 +651,15 @@ apply_pending(const S3Pending *p)
 			u->replaced = top_strdup(p->key);
 		}
 	}
-	else if (s3_head(&p->store, p->key, NULL))
+	/* an object that a deleted branch of this transaction left is no other writer's */
+	else if (!unschedule_deletion(&p->store, p->key) && s3_head(&p->store, p->key, NULL))
 		ln_error(LN_CONCURRENT_MODIFICATION,
 				 "\"%s\" was created by another writer while this transaction ran",
 				 p->name ? p->name : p->key);
+	(void)unschedule_deletion(&p->store, p->key);
 	if (p->content == NULL)
 	{
-		char *error;
-		bool no_answer;
-
-		if (!s3_delete_quietly(&p->store, p->key, &error, &no_answer))
-			ln_error(LN_SERVICE_UNAVAILABLE, "could not delete \"%s\" in bucket \"%s\": %s", p->key,
-					 p->store.bucket, error);
+		s3_delete(&p->store, p->key);
 		return;
 	}
 	if (u->replaced == NULL)
@@ -672,10 +746,15 @@ finish_on_commit(const S3Undo *u)
 	char *error;
 	bool no_answer;
 
-	(void)no_answer;
-	if (u->prefix_on_commit != NULL && !store_silent(u, "delete below", u->prefix_on_commit) &&
-		(error = s3_delete_prefix(&u->store, u->prefix_on_commit)))
-		warn("delete the objects below", u, u->prefix_on_commit, error, false);
+	/* waited for: the branch's folder lock goes only after this, with the transaction's */
+	for (int start = 0; start < u->nkeys_on_commit; start += 1000)
+	{
+		if (store_silent(u, "delete", u->keys_on_commit[start]))
+			return;
+		if (!s3_delete_keys_quietly(&u->store, u->keys_on_commit + start,
+									Min(1000, u->nkeys_on_commit - start), &error, &no_answer))
+			warn("delete a branch's objects", u, u->keys_on_commit[start], error, no_answer);
+	}
 }
 
 /* Run a step where no error may escape: a failure is a warning. */
@@ -699,13 +778,6 @@ run_quietly(void (*step)(const S3Undo *), const S3Undo *u)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-}
-
-static bool
-same_store(const S3Store *a, const S3Store *b)
-{
-	return strcmp(a->endpoint, b->endpoint) == 0 && strcmp(a->bucket, b->bucket) == 0 &&
-		   strcmp(a->access_key_id, b->access_key_id) == 0;
 }
 
 /*
@@ -758,6 +830,9 @@ s3_end_subtransaction(bool commit, SubTransactionId mySubid, SubTransactionId pa
 	S3Pending **plink = &pending;
 
 	silent_endpoint = NULL;
+	/* a setting changed in the subtransaction is changed no more */
+	if (!commit)
+		cache = NULL;
 	while (*link != NULL)
 	{
 		S3Undo *u = *link;

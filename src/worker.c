@@ -182,8 +182,7 @@ lance_maintenance_main(Datum arg)
 	pgstat_report_activity(STATE_RUNNING, "lance_namespace maintenance");
 	if (OidIsValid(get_extension_oid("lance_namespace", true)))
 	{
-		if (storage_has_local_roots())
-			(void)maintenance_process_drops(false);
+		(void)maintenance_process_drops(false);
 		if (sweep)
 			(void)maintenance_sweep();
 	}

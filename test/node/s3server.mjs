@@ -4,7 +4,10 @@
 // access key id, so without the proxy a wrong signature would pass here and
 // fail on AWS.
 //
-//   node s3server.mjs <port> <control port> <data folder>
+//   node --openssl-legacy-provider s3server.mjs <port> <control port> <data folder>
+//
+// (s3rver's continuation tokens, the pages of a listing of more than 1000
+// keys, are DES-encrypted: OpenSSL 3 has DES in its legacy provider only.)
 //
 // Serves path-style S3 on 127.0.0.1:<port>, access key "S3RVER", secret
 // "S3RVER", bucket "lake" made at start.  A request whose signature does not
@@ -14,8 +17,11 @@
 // never answered, as by a server that hangs), /mode/down (connections are
 // cut at once, as by a server that stopped), /mode/down-after/<n> (n more
 // requests are served, then down: a server that stops in the middle of a
-// commit), and GET /stats, a JSON object:
-// {"verified": n, "rejected": n, "requests": [..the last 200 "METHOD path"..]}.
+// commit), /mode/error/<n>/<status> (the next n requests are answered with
+// that status and an S3 error, SlowDown for 503, then up again), and GET
+// /stats, a JSON object:
+// {"total": n, "verified": n, "rejected": n, "requests": [..the last 200
+// "METHOD path"..]}.
 import crypto from "node:crypto";
 import http from "node:http";
 import aws4 from "aws4";
@@ -76,6 +82,12 @@ export function verifySignature({ method, url, headers, body }, secrets) {
 }
 
 async function main() {
+  try {
+    crypto.createCipheriv("des", Buffer.alloc(8), Buffer.alloc(8));
+  } catch {
+    console.error("s3server: run node with --openssl-legacy-provider (s3rver pages listings with DES)");
+    process.exit(2);
+  }
   const [port, controlPort, dataDir] = process.argv.slice(2);
   if (!port || !controlPort || !dataDir) {
     console.error("usage: node s3server.mjs <port> <control port> <data folder>");
@@ -92,7 +104,9 @@ async function main() {
 
   let mode = "up";
   let servedBeforeDown = Infinity;
-  const stats = { verified: 0, rejected: 0, requests: [] };
+  let failNext = 0;
+  let failStatus = 503;
+  const stats = { total: 0, verified: 0, rejected: 0, requests: [] };
   const stalled = new Set();
 
   const proxy = http.createServer((req, res) => {
@@ -104,7 +118,14 @@ async function main() {
       if (mode === "down") return req.socket.destroy();
       if (mode === "stall") return stalled.add(req.socket);
       const body = Buffer.concat(chunks);
+      stats.total++;
       stats.requests.push(`${req.method} ${req.url}`);
+      if (failNext > 0) {
+        failNext--;
+        const code = failStatus === 503 ? "SlowDown" : failStatus >= 500 ? "InternalError" : "InvalidRequest";
+        res.writeHead(failStatus, { "content-type": "application/xml" });
+        return res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected</Message></Error>`);
+      }
       if (stats.requests.length > 200) stats.requests.shift();
       const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, {
         [ACCESS_KEY]: SECRET_KEY,
@@ -134,6 +155,12 @@ async function main() {
   await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
 
   const control = http.createServer((req, res) => {
+    const e = /^\/mode\/error\/(\d+)\/(\d{3})$/.exec(req.url);
+    if (e) {
+      failNext = Number(e[1]);
+      failStatus = Number(e[2]);
+      return res.end(`error ${failNext} ${failStatus}\n`);
+    }
     const m = /^\/mode\/(up|stall|down|down-after\/(\d+))$/.exec(req.url);
     if (m) {
       mode = m[2] === undefined ? m[1] : "up";
