@@ -216,6 +216,13 @@ SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_p
 SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/./_versions/18446744073709551611.manifest-jkl"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance//_versions/18446744073709551611.manifest-jkl"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/"}') - 'transaction_id' AS lance_create_table_version;
+-- A staging path that is a committed version's final manifest: once the
+-- version commits the staging file is removed, which would delete that
+-- version's manifest.  Refused, and the manifests stay.
+SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest"}') - 'transaction_id' AS lance_create_table_version;
+SELECT lance_create_table_version('{"id": ["mg", "v1"], "version": 3, "manifest_path": "tmp/lance_namespace_regress/root/ns/v1.lance/_versions/1.manifest", "naming_scheme": "V1"}') - 'transaction_id' AS lance_create_table_version;
+SELECT (pg_stat_file('/tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551614.manifest')).size > 0 AS t_v1_kept,
+       (pg_stat_file('/tmp/lance_namespace_regress/root/ns/v1.lance/_versions/1.manifest')).size > 0 AS v1_v1_kept;
 -- A staging file that is a symbolic link, or a folder.
 SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-link"}') - 'transaction_id' AS lance_create_table_version;
 SELECT lance_create_table_version('{"id": ["mg", "t"], "version": 4, "manifest_path": "tmp/lance_namespace_regress/root/ns/t.lance/_versions/18446744073709551611.manifest-dir"}') - 'transaction_id' AS lance_create_table_version;

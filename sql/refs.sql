@@ -442,6 +442,9 @@ SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "/a"}') - 'transac
 SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a/"}') - 'transaction_id' AS lance_create_table_branch;
 SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a//b"}') - 'transaction_id' AS lance_create_table_branch;
 SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "../x"}') - 'transaction_id' AS lance_create_table_branch;
+-- a segment that begins with '.': "a/./b" is "a/b" to an object store
+SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a/./b"}') - 'transaction_id' AS lance_create_table_branch;
+SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "a/.b"}') - 'transaction_id' AS lance_create_table_branch;
 -- names the crash sweep would take for its own leftovers
 SELECT lance_create_table_branch('{"id": ["rf", "t"], "name": "x.deleted-x12-0123abcd"}') - 'transaction_id' AS lance_create_table_branch;
 SELECT lance_create_table_tag('{"id": ["rf", "t"], "tag": "x.tmp-x12-0123abcd", "version": 1}') - 'transaction_id' AS lance_create_table_tag;

@@ -13,6 +13,11 @@ CREATE ROLE regress_st_none;
 -- a setting; the answer and the listing hide its secrets
 SELECT lance_set_storage('{"location": "s3://lake/cat/", "options": {"aws_endpoint": "http://127.0.0.1:1", "aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SECRET-1", "aws_session_token": "TOKEN-1", "allow_http": true}}') AS set;
 SELECT lance_set_storage('{"location": "s3://lake/cat/deep", "options": {"aws_endpoint": "http://127.0.0.1:2", "aws_access_key_id": "AK2", "aws_secret_access_key": "SECRET-2", "allow_http": "true"}}') AS set;
+-- secrets are known in any case, and for other stores too
+SELECT lance_set_storage('{"location": "s3://lake/upper", "options": {"AWS_ACCESS_KEY_ID": "AK4", "AWS_SECRET_ACCESS_KEY": "SECRET-5", "azure_storage_account_key": "SECRET-6", "google_service_account_key": "SECRET-7", "aws_access_key_id": "AK4", "aws_secret_access_key": "SECRET-5"}}') -> 'options' AS hidden;
+-- and the catalog reads its own options in any case, as Lance does
+SELECT lance_set_storage('{"location": "s3://lake/upper", "options": {"AWS_ACCESS_KEY_ID": "AK4", "AWS_SECRET_ACCESS_KEY": "SECRET-5"}}') -> 'options' AS upper_only;
+SELECT lance_remove_storage('{"location": "s3://lake/upper"}') ->> 'location' AS removed;
 -- replacing one keeps one row
 SELECT lance_set_storage('{"location": "s3://lake/other", "options": {"aws_access_key_id": "AK3", "aws_secret_access_key": "SECRET-3"}}') -> 'location' AS set;
 SELECT lance_set_storage('{"location": "s3://lake/other", "options": {"aws_access_key_id": "AK3", "aws_secret_access_key": "SECRET-4", "aws_region": "us-west-2"}}') -> 'options' AS replaced;
@@ -31,8 +36,8 @@ SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_ke
 SELECT lance_set_storage('{"location": "s3://lake/x"}');
 SELECT lance_remove_storage('{"location": "s3://lake/none"}');
 
--- tables: the longest prefix applies; the prefix itself, another bucket and
--- a look-alike prefix are not covered
+-- tables: the longest prefix applies; the prefix itself is covered too; another
+-- bucket and a look-alike prefix are not
 SELECT lance_create_namespace('{"id": ["st"]}') - 'transaction_id' AS created;
 SELECT lance_register_table('{"id": ["st", "a"], "location": "s3://lake/cat/a.lance"}') - 'transaction_id' AS registered;
 SELECT lance_register_table('{"id": ["st", "b"], "location": "s3://lake/cat/deep/b.lance"}') - 'transaction_id' AS registered;
@@ -52,6 +57,8 @@ SET lance_namespace.root = 's3://lake/cat/declared';
 SELECT d ->> 'location' ~ '^s3://lake/cat/declared/st/new_[0-9a-f]{8}\.lance$' AS derived,
        d -> 'managed_versioning' AS managed, d -> 'storage_options' ->> 'aws_region' AS region
   FROM lance_declare_table('{"id": ["st", "new"]}') d;
+SELECT d -> 'managed_versioning' AS managed, d -> 'storage_options' AS none
+  FROM lance_declare_table('{"id": ["st", "new2"], "vend_credentials": false}') d;
 -- two tables may not share a folder, however spelled
 SELECT lance_register_table('{"id": ["st", "a2"], "location": "s3://lake/cat/x/../a.lance/"}');
 SELECT lance_register_table('{"id": ["st", "a3"], "location": "s3://lake/cat/%61.lance"}');

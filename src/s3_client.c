@@ -44,7 +44,6 @@
 #include "utils/timestamp.h"
 
 #include "error.h"
-#include "request.h"
 #include "s3_client.h"
 
 /* lance_namespace.storage_connect_timeout and storage_timeout, in milliseconds */
@@ -95,17 +94,14 @@ s3_option_is_secret(const char *name)
 	return secret;
 }
 
-/* The first of `names` the options give, or NULL. */
+/* The first of `names` the options give, in any case (as Lance takes them), or NULL. */
 static const char *
 option(const LnMap *options, const char *const *names)
 {
 	for (; *names != NULL; names++)
-	{
-		const char *value = ln_map_get(options, *names);
-
-		if (value != NULL && value[0] != '\0')
-			return value;
-	}
+		for (int i = 0; i < options->len; i++)
+			if (pg_strcasecmp(options->keys[i], *names) == 0 && options->values[i][0] != '\0')
+				return options->values[i];
 	return NULL;
 }
 
