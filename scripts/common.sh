@@ -11,7 +11,7 @@ PG_BIN=/usr/lib/postgresql/15/bin
 PG_CONFIG="$PG_BIN/pg_config"
 
 # Debian packages the build, the gateway and the tests need.
-LN_PACKAGES=(postgresql-15 postgresql-server-dev-15 libjson-c-dev libcurl4-openssl-dev curl make gcc
+LN_PACKAGES=(postgresql-15 postgresql-server-dev-15 libjson-c-dev libcurl4-openssl-dev curl ca-certificates make gcc
 	libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson)
 
 # A Unix socket path is limited to 107 bytes (sun_path) and PostgreSQL appends

@@ -12,8 +12,9 @@
 # Environment (optional):
 #   LN_TEST_PORT  first port to try for the test server (default 54329)
 #   LN_TEST_ONLY  run only these parts, separated by spaces or commas: sql
-#                 (pg_regress and isolation), node (the end-to-end tests), and
-#                 test group names (fuzz, gateway, load, ...); default: all
+#                 (pg_regress and isolation), node (the end-to-end tests), s3
+#                 (tables on S3, with the S3 test server), and test group
+#                 names (fuzz, gateway, memory, load, ...); default: all
 set -euo pipefail
 
 # shellcheck source=scripts/common.sh
@@ -176,7 +177,11 @@ run_group_tests() {
 	run_group undorace bash "$ROOT/test/undorace/run.sh"
 	run_group gateway bash "$ROOT/test/gateway/run.sh"
 	run_group run bash "$ROOT/test/run/run.sh"
-	run_group memory bash "$ROOT/test/memory/run.sh"
+	# the memory group runs the S3 paths too, against the S3 test server
+	if wanted memory && ! start_s3_server; then
+		FAILED=$((FAILED + 1))
+	fi
+	LN_S3_ENDPOINT="$S3_ENDPOINT" LN_S3_CONTROL="$S3_CONTROL" run_group memory bash "$ROOT/test/memory/run.sh"
 	LOAD_SECONDS="${LOAD_SECONDS:-30}" run_group load bash "$ROOT/test/load/run.sh"
 }
 
@@ -261,22 +266,41 @@ count_node() {
 S3_GATEWAY_PREFIX=""
 S3_SERVER_PORT=""
 
-run_s3_tests() {
-	local db=lance_s3 tests="$TMP_DIR/node" local_root="$TMP_DIR/s3local" log="$TMP_DIR/s3.log"
-	local s3port ctlport port key rc=0 i
+S3_ENDPOINT=""
+S3_CONTROL=""
+
+# start_s3_server: start the S3 test server once (the S3 tests and the
+# memory group use it); false, with its log shown, if it does not start.
+start_s3_server() {
+	local s3port ctlport i
+	[[ -n "$S3_ENDPOINT" ]] && return 0
+	prepare_node_tests
 	s3port="$(find_free_port 9400)"
 	ctlport="$(find_free_port $((s3port + 1)))"
 	make_postgres_dir "$TMP_DIR/s3data" 700
-	make_postgres_dir "$local_root" 777
 	say "starting the S3 test server on port $s3port"
-	prepare_node_tests
 	S3_SERVER_PORT="$s3port"
-	as_postgres node --openssl-legacy-provider "$tests/s3server.mjs" "$s3port" "$ctlport" "$TMP_DIR/s3data" >"$TMP_DIR/s3server.log" 2>&1 &
+	as_postgres node --openssl-legacy-provider "$TMP_DIR/node/s3server.mjs" "$s3port" "$ctlport" \
+		"$TMP_DIR/s3data" >"$TMP_DIR/s3server.log" 2>&1 &
 	for ((i = 0; i < 100; i++)); do
 		curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" && break
 		sleep 0.1
 	done
-	curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats" || die "the S3 test server did not start: $(cat "$TMP_DIR/s3server.log")"
+	if ! curl -s -o /dev/null "http://127.0.0.1:$ctlport/stats"; then
+		say "the S3 test server did not start: $(cat "$TMP_DIR/s3server.log")"
+		return 1
+	fi
+	S3_ENDPOINT="http://127.0.0.1:$s3port" S3_CONTROL="http://127.0.0.1:$ctlport"
+}
+
+run_s3_tests() {
+	local db=lance_s3 tests="$TMP_DIR/node" local_root="$TMP_DIR/s3local" log="$TMP_DIR/s3.log"
+	local port key rc=0
+	if ! start_s3_server; then
+		FAILED=$((FAILED + 1))
+		return 0
+	fi
+	make_postgres_dir "$local_root" 777
 
 	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
 	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -v db="$db" -v local="$local_root" <<'SQL'
@@ -292,7 +316,7 @@ SQL
 
 	say "running the S3 tests"
 	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$local_root" \
-		LANCE_S3_ENDPOINT="http://127.0.0.1:$s3port" LANCE_S3_CONTROL="http://127.0.0.1:$ctlport" \
+		LANCE_S3_ENDPOINT="$S3_ENDPOINT" LANCE_S3_CONTROL="$S3_CONTROL" \
 		LANCE_S3_LOCAL="$local_root" \
 		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/s3/*.test.mjs \

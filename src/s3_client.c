@@ -1092,20 +1092,19 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 	for (int start = 0; start < n; start += DELETE_BATCH)
 	{
 		int count = Min(n - start, DELETE_BATCH);
+		/* everything palloc'd first: nothing may raise once malloc'd memory is held */
 		StringInfo xml = delete_request(keys + start, count);
-		struct curl_slist *headers =
-			build_headers(store, "POST", xml->data, xml->len,
-						  list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
-									 "Content-Type: application/xml"));
+		List *extra = list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
+								 "Content-Type: application/xml");
 		char *url = object_url(store, NULL, "delete=");
+		char *what = psprintf("deleting %d staging objects in bucket \"%s\"", count, store->bucket);
+		struct curl_slist *headers = build_headers(store, "POST", xml->data, xml->len, extra);
 		Background *b = calloc(1, sizeof(Background));
 		TimestampTz deadline;
 		int running;
 
 		if (b == NULL || (b->handle = curl_easy_init()) == NULL ||
-			(b->body = malloc(xml->len)) == NULL ||
-			(b->what = strdup(psprintf("deleting %d staging objects in bucket \"%s\"", count,
-									   store->bucket))) == NULL)
+			(b->body = malloc(xml->len)) == NULL || (b->what = strdup(what)) == NULL)
 		{
 			if (b != NULL && b->handle != NULL)
 				curl_easy_cleanup(b->handle);
@@ -1121,8 +1120,8 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 		b->headers = headers;
 		b->sending.data = b->body;
 		b->sending.len = xml->len;
-		if (!configure(b->handle, "POST", url, headers, store, &b->sending, total_timeout_ms,
-					   &b->sigv4))
+		if (!configure(b->handle, "POST", url, headers, store, &b->sending,
+					   Min(total_timeout_ms, QUIET_TIMEOUT_MS), &b->sigv4))
 		{
 			free_background(b);
 			continue;
@@ -1142,7 +1141,8 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 		 * backend ever reads the answer (later requests do).  Bounded by the
 		 * connect timeout: a store that takes no request gets none.
 		 */
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), connect_timeout_ms);
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   Min(connect_timeout_ms, QUIET_TIMEOUT_MS));
 		for (;;)
 		{
 			curl_multi_perform(multi, &running);

@@ -5,8 +5,10 @@
 #     reached 425 MB).  Run on a plain server and measured by the backend's
 #     peak resident size (VmHWM in /proc/<pid>/status), read by the same
 #     session after the statement.
-#   - the pg_regress suite (REGRESS of the Makefile) and a fuzz sample
-#     (test/fuzz) against a server whose postmaster runs under valgrind
+#   - the pg_regress suite (REGRESS of the Makefile), a fuzz sample
+#     (test/fuzz) and the S3 paths (s3_workload.sh, against the S3 test server
+#     named by LN_S3_ENDPOINT and LN_S3_CONTROL, which scripts/test.sh starts)
+#     against a server whose postmaster runs under valgrind
 #     memcheck, so that every backend it forks is checked too; then every
 #     valgrind log is scanned for invalid reads, writes and frees and uses of
 #     uninitialised values whose stack has a frame in lance_namespace.so.
@@ -233,6 +235,28 @@ else
 	[[ -s "$WORK/fuzz.log" ]] && ! grep -q 'FAIL\|aborted' "$WORK/fuzz.log" && tail -n 20 "$WORK/fuzz.log"
 	((rc == 124)) && note "the fuzz sample ran past $FUZZ_LIMIT s and was stopped"
 	fail "fuzz sample ($FUZZ_COUNT_VG requests) under valgrind (exit $rc)"
+fi
+
+# ---------------------------------------------------------------------------
+# 3b. The S3 paths (test/memory/s3_workload.sh: copies and their undo, refs at
+#     commit, a store that is down or stalls, a drop's deletes) against the
+#     S3 test server that scripts/test.sh starts, LN_S3_ENDPOINT and
+#     LN_S3_CONTROL; the transcript must be s3_workload.expected.
+# ---------------------------------------------------------------------------
+if [[ -z "${LN_S3_ENDPOINT:-}" || -z "${LN_S3_CONTROL:-}" ]]; then
+	fail "S3 paths under valgrind: no S3 test server (LN_S3_ENDPOINT, LN_S3_CONTROL; scripts/test.sh starts one)"
+else
+	t0=$SECONDS
+	rc=0
+	PATH="$PG_BIN:$PATH" PGHOST="$SOCK" PGPORT="$PORT" PGUSER=postgres \
+		timeout --kill-after=10 300 bash "$HERE/s3_workload.sh" >"$WORK/s3.log" 2>&1 || rc=$?
+	note "S3 paths under valgrind: $((SECONDS - t0)) s"
+	if ((rc == 0)) && diff -u "$HERE/s3_workload.expected" "$WORK/s3.log"; then
+		pass "S3 paths under valgrind answer as expected"
+	else
+		((rc == 0)) || tail -n 20 "$WORK/s3.log"
+		fail "S3 paths under valgrind answer as expected (exit $rc)"
+	fi
 fi
 
 # Stop the server first, so that every log is complete.
