@@ -120,6 +120,7 @@ seed() {
 	settings "$db"
 	D "$db" >/dev/null <<SQL
 SELECT lance_create_api_key(current_user) AS key \gset
+SELECT lance_set_storage('{"location": "s3://dump-bucket/tables", "options": {"aws_endpoint": "https://store.example:9000", "aws_access_key_id": "AKDUMP", "aws_secret_access_key": "dump secret", "region": "eu-west-1"}}');
 SELECT lance_create_namespace('{"id": ["prod"], "properties": {"owner": "ml", "tier": "gold", "location": "s3://bucket/prod"}}');
 SELECT lance_create_namespace('{"id": ["prod", "vision"], "properties": {"team": "cv"}}');
 SELECT lance_create_namespace('{"id": ["données"], "properties": {"note": "é ü 日本"}}');
@@ -203,7 +204,7 @@ columns_of() {
 	           WHERE attrelid = 'lance_catalog.$2'::regclass AND attnum > 0 AND NOT attisdropped"
 }
 # shellcheck disable=SC2054 # table:key columns, the key comma-separated
-KEYS=(object:id version:table_id,branch,version change:seq grant:object_id,role,privilege api_key:id)
+KEYS=(object:id version:table_id,branch,version change:seq grant:object_id,role,privilege api_key:id storage:location)
 # the tables 0.1.0 has
 OLD_KEYS=(object:id version:table_id,branch,version change:seq)
 sequences_of() {
