@@ -318,7 +318,7 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(await listKeys(`${keyOf(location)}/`), []);
   });
 
-  test("a rolled-back batch over an S3 table and a local one leaves no final manifest", async () => {
+  test("a rolled-back batch over an S3 table and a local one, or a rolled-back savepoint, leaves no final manifest; a second writer of a version gets 14", async () => {
     const s3Table = uniqueName("rb");
     const s3Loc = ok(await post(tableRoute([ns, s3Table], "declare"), { id: [ns, s3Table] })).location;
     const localLoc = `${localRoot}/${uniqueName("local")}`;
@@ -345,6 +345,34 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(await listKeys(`${keyOf(s3Loc)}/_versions/`), [`${keyOf(s3Loc)}/_versions/stage.manifest-1`]);
     assert.deepEqual(fs.readdirSync(`${localLoc}/_versions`), ["stage.manifest-1"]);
     assert.deepEqual(versionRows(s3Loc), []);
+
+    // a savepoint rolled back undoes its copy at once
+    const versions = `${keyOf(s3Loc)}/_versions/`;
+    const entry = { id: [ns, s3Table], version: 1, manifest_path: `${versions}stage.manifest-1` };
+    psql(
+      `BEGIN;
+       SAVEPOINT s;
+       SELECT lance_create_table_version(:'v'::jsonb) IS NOT NULL;
+       ROLLBACK TO s;
+       COMMIT;`,
+      { v: JSON.stringify(entry) },
+    );
+    assert.deepEqual(await listKeys(versions), [`${versions}stage.manifest-1`]);
+    assert.deepEqual(versionRows(s3Loc), []);
+    // BatchCommitTables makes it
+    psql(`SELECT lance_batch_commit_tables(:'req'::jsonb) IS NOT NULL`, {
+      req: JSON.stringify({ operations: [{ create_table_version: entry }] }),
+    });
+    await eventually(async () => assert.deepEqual(await listKeys(versions), [`${versions}${manifestName(1)}`]));
+    // a second writer of that version gets 14, and the committed manifest stays as it is
+    await putObject(`${versions}stage.manifest-2`, "another writer's");
+    fails(
+      await post(tableRoute([ns, s3Table], "version/create"), { ...entry, manifest_path: `${versions}stage.manifest-2` }),
+      409,
+      14,
+    );
+    assert.equal((await s3("GET", `/lake/${versions}${manifestName(1)}`)).text, "s3 manifest");
+    assert.deepEqual(versionRows(s3Loc).map((r) => r.version), [1]);
   });
 
   test("a missing staging object or bucket answers 13, wrong credentials 15, and nothing changes", async () => {
