@@ -27,7 +27,8 @@ SELECT jsonb_pretty(lance_list_storage()) AS settings;
 SELECT lance_set_storage('{"location": "/tmp/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "gs://b/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://Bad_Bucket/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
-SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_region": "us-east-1"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": "a"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "http://minio:9000", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "https://minio:9000/path", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "ftp://minio", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
@@ -35,6 +36,9 @@ SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_region": 
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": ["a"], "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x"}');
 SELECT lance_remove_storage('{"location": "s3://lake/none"}');
+-- without keys the catalog's requests go unsigned (a bucket open to anonymous access)
+SELECT lance_set_storage('{"location": "s3://lake/open", "options": {"aws_region": "us-east-1"}}') AS anonymous;
+SELECT lance_remove_storage('{"location": "s3://lake/open"}') ->> 'location' AS removed;
 
 -- tables: the longest prefix applies; the prefix itself is covered too; another
 -- bucket and a look-alike prefix are not

@@ -140,12 +140,13 @@ s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store)
 	store->access_key_id = (char *)option(options, key_names);
 	store->secret_access_key = (char *)option(options, secret_names);
 	store->session_token = (char *)option(options, token_names);
-	if (store->access_key_id == NULL || store->secret_access_key == NULL)
+	/* a key id without its secret, or the other way round, is a mistake; neither is anonymous */
+	if ((store->access_key_id == NULL) != (store->secret_access_key == NULL))
 		ln_error_detail(LN_INVALID_INPUT,
-						"Give aws_access_key_id and aws_secret_access_key in the options.",
-						"the storage options of bucket \"%s\" have no access key: the catalog "
-						"signs its own requests to the store",
-						bucket);
+						"Give both aws_access_key_id and aws_secret_access_key, or neither.",
+						"the storage options of bucket \"%s\" have %s without %s", bucket,
+						store->access_key_id ? "an access key id" : "a secret access key",
+						store->access_key_id ? "its secret" : "its id");
 	if (strspn(store->region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(store->region))
 		ln_error(LN_INVALID_INPUT, "storage option aws_region \"%s\" is not a region name",
 				 store->region);
@@ -359,14 +360,19 @@ configure(CURL *handle, const char *method, const char *url, struct curl_slist *
 	curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, (long)Min(connect_timeout_ms, timeout_ms));
 	curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(handle, CURLOPT_USERNAME, store->access_key_id);
-	curl_easy_setopt(handle, CURLOPT_PASSWORD, store->secret_access_key);
-	/* "aws:amz:<region>:s3": the provider, the region and service of the credential scope */
+	/* *sigv4 is malloc'd even unsigned: the caller frees it either way */
 	*sigv4 = malloc(strlen(store->region) + 16);
 	if (*sigv4 == NULL)
 		return false;
 	sprintf(*sigv4, "aws:amz:%s:s3", store->region);
-	curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, *sigv4);
+	/* without keys the requests go unsigned: a bucket open to anonymous access */
+	if (store->access_key_id != NULL)
+	{
+		curl_easy_setopt(handle, CURLOPT_USERNAME, store->access_key_id);
+		curl_easy_setopt(handle, CURLOPT_PASSWORD, store->secret_access_key);
+		/* "aws:amz:<region>:s3": the provider, the region and service of the credential scope */
+		curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, *sigv4);
+	}
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0)
@@ -650,7 +656,7 @@ build_headers(const S3Store *store, const char *method, const char *body, size_t
 
 	if (body != NULL && strcmp(method, "PUT") == 0)
 		lines = lappend(lines, "Content-Type: application/octet-stream");
-	if (store->session_token != NULL)
+	if (store->session_token != NULL && store->access_key_id != NULL)
 		lines = lappend(lines, psprintf("x-amz-security-token: %s", store->session_token));
 	lines = list_concat(lines, extra);
 	foreach (lc, lines)
