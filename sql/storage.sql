@@ -27,6 +27,8 @@ SELECT jsonb_pretty(lance_list_storage()) AS settings;
 SELECT lance_set_storage('{"location": "/tmp/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "gs://b/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://Bad_Bucket/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://-lake/x", "options": {}}');
+SELECT lance_set_storage('{"location": "s3://la..ke/x", "options": {}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": "a"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "http://minio:9000", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');

@@ -275,10 +275,17 @@ location_s3_parse(const char *location, char **bucket, char **key)
 		return false;
 	rest = location + 5;
 	bucket_len = strcspn(rest, "/?#");
-	/* bucket names are 3 to 63 lower-case letters, digits, '.' and '-' */
+	/*
+	 * S3's rules for bucket names: 3 to 63 lower-case letters, digits, '.'
+	 * and '-', beginning and ending with a letter or digit, no "..".
+	 */
 	if (bucket_len < 3 || bucket_len > 63 ||
-		strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789.-") < bucket_len)
+		strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789.-") < bucket_len ||
+		!isalnum((unsigned char)rest[0]) || !isalnum((unsigned char)rest[bucket_len - 1]))
 		return false;
+	for (size_t i = 0; i + 1 < bucket_len; i++)
+		if (rest[i] == '.' && rest[i + 1] == '.')
+			return false;
 	if (rest[bucket_len] != '\0' && rest[bucket_len] != '/')
 		return false;
 	path = location_percent_decode(rest + bucket_len, strlen(rest + bucket_len), false);

@@ -45,6 +45,7 @@ maintenance_process_drops(bool wait)
 	char **locations;
 	int n;
 	int handled = 0;
+	bool stores_unreachable = false;
 
 	catalog_begin();
 	n = catalog_list_queued_drops(DROPS_PER_CALL, &transaction_ids, &locations);
@@ -60,6 +61,8 @@ maintenance_process_drops(bool wait)
 		 * stays queued (rather than fail for good) until they are set.
 		 */
 		if (locations[i] != NULL && storage_is_local(locations[i]) && !storage_has_local_roots())
+			continue;
+		if (locations[i] != NULL && !storage_is_local(locations[i]) && stores_unreachable)
 			continue;
 		handled++;
 		/* none when a drop that queued nothing was set to Queued by AlterTransaction */
@@ -83,7 +86,20 @@ maintenance_process_drops(bool wait)
 		else if (catalog_location_in_use(path, CATALOG_ROOT_ID))
 			reason = psprintf("a table in the catalog uses the folder \"%s\"", path);
 		else
-			reason = storage_remove_table_data(locations[i]);
+		{
+			bool later;
+
+			reason = storage_remove_table_data(locations[i], &later);
+			/* the store is out of reach: this drop and the rest on object stores wait */
+			if (later)
+			{
+				ereport(LOG, (errmsg("lance_namespace: the drop of \"%s\" waits: %s", locations[i],
+									 reason)));
+				stores_unreachable = true;
+				handled--;
+				continue;
+			}
+		}
 		if (reason != NULL)
 		{
 			properties.keys[properties.len] = "reason";

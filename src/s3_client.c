@@ -55,8 +55,10 @@ static int total_timeout_ms = 30000;
 #define MAX_SMALL		 (1024 * 1024)		/* an answer with no object in it */
 #define MAX_LISTING		 (16 * 1024 * 1024) /* a page of a thousand keys, or their deletion */
 #define QUIET_TIMEOUT_MS 5000
-#define DELETE_BATCH	 1000
-#define EMPTY_SHA256	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+/* a background request runs only while later requests do: its answer may be read late */
+#define BACKGROUND_TIMEOUT_MS 600000
+#define DELETE_BATCH		  1000
+#define EMPTY_SHA256		  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 static CURL *easy = NULL;
 static CURLM *multi = NULL;
@@ -426,7 +428,22 @@ free_background(Background *b)
 	free(b);
 }
 
-/* A background request is over: log a failure, forget it. */
+/*
+ * A background failure, logged later (log_background_failure) at a point
+ * where no curl state is held: logging may raise.
+ */
+static char background_failure[512];
+
+static void
+log_background_failure(void)
+{
+	if (background_failure[0] == '\0')
+		return;
+	elog(LOG, "lance_namespace: %s; lance_namespace leaves it", background_failure);
+	background_failure[0] = '\0';
+}
+
+/* A background request is over: note a failure, forget it. */
 static void
 finish_background(CURL *handle, CURLcode code)
 {
@@ -441,11 +458,18 @@ finish_background(CURL *handle, CURLcode code)
 			continue;
 		if (code == CURLE_OK)
 			curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
-		/* a batch delete answers 200 with per-key errors in its body */
-		if (code != CURLE_OK || status != 200 ||
-			(b->got.data != NULL && memmem(b->got.data, b->got.len, "<Error>", 7) != NULL))
-			elog(LOG, "lance_namespace: %s failed (%s, HTTP status %ld); lance_namespace leaves it",
-				 b->what, curl_easy_strerror(code), status);
+		/*
+		 * Its answer is read only when later requests run: a request sent
+		 * whole whose answer came too late to be read is no failure.  A
+		 * batch delete answers 200 with per-key errors in its body.
+		 */
+		if ((code != CURLE_OK &&
+			 !(code == CURLE_OPERATION_TIMEDOUT && b->sending.off >= b->sending.len)) ||
+			(code == CURLE_OK &&
+			 (status != 200 ||
+			  (b->got.data != NULL && memmem(b->got.data, b->got.len, "<Error>", 7) != NULL))))
+			snprintf(background_failure, sizeof(background_failure),
+					 "%s failed (%s, HTTP status %ld)", b->what, curl_easy_strerror(code), status);
 		*link = b->next;
 		nbackground--;
 		free_background(b);
@@ -495,6 +519,7 @@ end_background(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 		background = b->next;
 		free_background(b);
 	}
+	log_background_failure();
 }
 
 /*
@@ -718,8 +743,10 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 
 	/* a header list is malloc'd: built whole before anything can raise, freed below */
 	headers = build_headers(store, method, body, body_len, headers_in);
+	memset(&attempt, 0, sizeof(attempt));
+	attempt.code = CURLE_OPERATION_TIMEDOUT; /* should the time be up before the first */
 
-	for (int i = 0; i < MAX_ATTEMPTS; i++)
+	for (int i = 0; i < MAX_ATTEMPTS;)
 	{
 		long left = (long)((deadline - GetCurrentTimestamp()) / 1000);
 
@@ -729,7 +756,23 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		memset(&got, 0, sizeof(got));
 		got.limit = max_len;
 		exchange(method, url, headers, store, body, body_len, left, &got, &attempt);
-		if (attempt.cancelled || !retryable(&attempt) || i == MAX_ATTEMPTS - 1)
+		if (attempt.cancelled)
+		{
+			/*
+			 * Serve the interrupt with nothing of curl's held: a cancel
+			 * raises; one that raises nothing (a check of the client's
+			 * connection, a barrier) has the attempt made again.
+			 */
+			free(got.data);
+			memset(&got, 0, sizeof(got));
+			curl_slist_free_all(headers);
+			headers = NULL;
+			CHECK_FOR_INTERRUPTS();
+			headers = build_headers(store, method, body, body_len, headers_in);
+			attempt.cancelled = false;
+			continue;
+		}
+		if (!retryable(&attempt) || ++i == MAX_ATTEMPTS)
 			break;
 		/*
 		 * Retry at once the first time (most often a kept-alive connection
@@ -745,6 +788,7 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		}
 	}
 	curl_slist_free_all(headers);
+	log_background_failure();
 
 	/* copy out, free curl's memory: from here on raising is safe */
 	if (got.data != NULL)
@@ -762,12 +806,6 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 	}
 	else
 		r->body = pstrdup("");
-	if (attempt.cancelled)
-	{
-		CHECK_FOR_INTERRUPTS();
-		r->error = pstrdup("interrupted");
-		return;
-	}
 	if (got.too_large)
 	{
 		r->error =
@@ -787,7 +825,8 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		return;
 	}
 	r->status = attempt.status;
-	if (!quiet && (r->status == 429 || strcmp(store_code(r), "SlowDown") == 0))
+	if (!quiet &&
+		(r->status == 429 || (r->status >= 500 && strcmp(store_code(r), "SlowDown") == 0)))
 		ln_error_detail(LN_THROTTLING, "Retry more slowly.",
 						"the object store of bucket \"%s\" asks for fewer requests: %s",
 						store->bucket, store_reason(r));
@@ -814,7 +853,8 @@ pg_attribute_noreturn()
 	char *reason = store_reason(r);
 	char *code = store_code(r);
 
-	if (r->status == 403 || r->status == 401)
+	if (r->status == 403 || r->status == 401 || strcmp(code, "ExpiredToken") == 0 ||
+		strcmp(code, "InvalidToken") == 0 || strcmp(code, "TokenRefreshRequired") == 0)
 		ln_error_detail(LN_PERMISSION_DENIED,
 						"Check the access key and the policy of the storage setting.",
 						"the object store refused to %s \"%s\" in bucket \"%s\": %s", what, key,
@@ -823,12 +863,15 @@ pg_attribute_noreturn()
 		ln_error(LN_INVALID_INPUT, "bucket \"%s\" does not exist (%s \"%s\")", store->bucket, what,
 				 key);
 	if (strcmp(code, "KeyTooLongError") == 0 || strcmp(code, "InvalidArgument") == 0 ||
-		strcmp(code, "InvalidObjectName") == 0)
+		strcmp(code, "InvalidObjectName") == 0 || strcmp(code, "InvalidBucketName") == 0)
 		ln_error(LN_INVALID_INPUT, "the object store cannot %s \"%s\" in bucket \"%s\": %s", what,
 				 key, store->bucket, reason);
+	/* a HEAD answer has no body: a bare 400 there is what S3 answers a request for the wrong region
+	 */
 	if (r->status == 301 || r->status == 307 || strcmp(code, "PermanentRedirect") == 0 ||
 		strcmp(code, "AuthorizationHeaderMalformed") == 0 ||
-		strcmp(code, "IllegalLocationConstraintException") == 0)
+		strcmp(code, "IllegalLocationConstraintException") == 0 ||
+		(r->status == 400 && code[0] == '\0'))
 		ln_error_detail(LN_INVALID_INPUT,
 						"Check aws_region and aws_endpoint of the storage setting.",
 						"bucket \"%s\" is not reached where the storage setting says: %s",
@@ -1031,6 +1074,7 @@ s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys)
 	int n = 0;
 	int cap = 64;
 	char *token = NULL;
+	char *previous;
 
 	*keys = palloc(sizeof(char *) * cap);
 	do
@@ -1070,9 +1114,16 @@ s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys)
 		at = r.body;
 		truncated = xml_element(r.body, &at, "IsTruncated");
 		at = r.body;
+		previous = token;
 		token = truncated && strcmp(truncated, "true") == 0
 					? xml_element(r.body, &at, "NextContinuationToken")
 					: NULL;
+		/* a store that hands out the same page again would have this run for ever */
+		if (token != NULL && previous != NULL && strcmp(token, previous) == 0)
+			ln_error(LN_INTERNAL,
+					 "the object store answered the same continuation token twice listing \"%s\" "
+					 "in bucket \"%s\"",
+					 prefix, store->bucket);
 	} while (token != NULL && n <= max_keys);
 	return n;
 }
@@ -1126,12 +1177,13 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 		b->headers = headers;
 		b->sending.data = b->body;
 		b->sending.len = xml->len;
-		if (!configure(b->handle, "POST", url, headers, store, &b->sending,
-					   Min(total_timeout_ms, QUIET_TIMEOUT_MS), &b->sigv4))
+		if (!configure(b->handle, "POST", url, headers, store, &b->sending, BACKGROUND_TIMEOUT_MS,
+					   &b->sigv4))
 		{
 			free_background(b);
 			continue;
 		}
+		b->got.limit = MAX_LISTING;
 		curl_easy_setopt(b->handle, CURLOPT_WRITEFUNCTION, gather);
 		curl_easy_setopt(b->handle, CURLOPT_WRITEDATA, &b->got);
 		if (curl_multi_add_handle(multi, b->handle) != CURLM_OK)
@@ -1159,13 +1211,15 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 				break;
 			curl_multi_poll(multi, NULL, 0, 10, NULL);
 		}
-		/* bounded: with too many in flight, wait for them */
-		while (nbackground > MAX_BACKGROUND && running > 0)
+		/* bounded: with too many in flight, wait for them, for a while */
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), QUIET_TIMEOUT_MS);
+		while (nbackground > MAX_BACKGROUND && running > 0 && GetCurrentTimestamp() < deadline)
 		{
 			curl_multi_poll(multi, NULL, 0, 100, NULL);
 			curl_multi_perform(multi, &running);
 			(void)collect(NULL, NULL);
 		}
+		log_background_failure();
 	}
 }
 

@@ -779,7 +779,7 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
  * redirect it.
  */
 char *
-local_remove_table_data(const char *location)
+local_remove_table_data(const char *location, bool *later pg_attribute_unused())
 {
 	char *path = location_local_path(location);
 	char *root;

@@ -46,7 +46,7 @@ extern void storage_check_manifest(const char *location, const char *branch, int
 								   bool v1_naming, const char *manifest_path, int64 size,
 								   ManifestCopy *copy);
 extern void storage_materialize_manifest(const ManifestCopy *copy);
-extern char *storage_remove_table_data(const char *location);
+extern char *storage_remove_table_data(const char *location, bool *later);
 extern char *storage_read_ref(const char *location, const char *kind, const char *name);
 extern bool storage_write_ref(const char *location, const char *kind, const char *name,
 							  const char *content, bool create);

@@ -129,9 +129,10 @@ storage_materialize_manifest(const ManifestCopy *copy)
 }
 
 char *
-storage_remove_table_data(const char *location)
+storage_remove_table_data(const char *location, bool *later)
 {
-	return backend_of(location)->remove_table_data(location);
+	*later = false;
+	return backend_of(location)->remove_table_data(location, later);
 }
 
 char *

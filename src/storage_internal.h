@@ -35,7 +35,7 @@ typedef struct StorageBackend
 	void (*check_manifest)(const char *location, const char *branch, int64 version, bool v1_naming,
 						   const char *manifest_path, int64 size, ManifestCopy *copy);
 	void (*materialize_manifest)(const ManifestCopy *copy);
-	char *(*remove_table_data)(const char *location);
+	char *(*remove_table_data)(const char *location, bool *later);
 	char *(*read_ref)(const char *location, const char *kind, const char *name);
 	bool (*write_ref)(const char *location, const char *kind, const char *name, const char *content,
 					  bool create);
@@ -56,7 +56,7 @@ extern void local_check_manifest(const char *location, const char *branch, int64
 								 bool v1_naming, const char *manifest_path, int64 size,
 								 ManifestCopy *copy);
 extern void local_materialize_manifest(const ManifestCopy *copy);
-extern char *local_remove_table_data(const char *location);
+extern char *local_remove_table_data(const char *location, bool *later);
 /* and storage_refs.c */
 extern char *local_read_ref(const char *location, const char *kind, const char *name);
 extern bool local_write_ref(const char *location, const char *kind, const char *name,
@@ -77,7 +77,7 @@ extern void s3_check_manifest(const char *location, const char *branch, int64 ve
 							  bool v1_naming, const char *manifest_path, int64 size,
 							  ManifestCopy *copy);
 extern void s3_materialize_manifest(const ManifestCopy *copy);
-extern char *s3_remove_table_data(const char *location);
+extern char *s3_remove_table_data(const char *location, bool *later);
 extern char *s3_read_ref(const char *location, const char *kind, const char *name);
 extern bool s3_write_ref(const char *location, const char *kind, const char *name,
 						 const char *content, bool create);

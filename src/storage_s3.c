@@ -22,6 +22,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "error.h"
 #include "location.h"
@@ -118,8 +119,11 @@ copy_store(S3Store *to, const S3Store *from)
 static bool
 same_store(const S3Store *a, const S3Store *b)
 {
+	/* an anonymous store has no key id */
 	return strcmp(a->endpoint, b->endpoint) == 0 && strcmp(a->bucket, b->bucket) == 0 &&
-		   strcmp(a->access_key_id, b->access_key_id) == 0;
+		   (a->access_key_id == NULL || b->access_key_id == NULL
+				? a->access_key_id == b->access_key_id
+				: strcmp(a->access_key_id, b->access_key_id) == 0);
 }
 
 /*
@@ -320,12 +324,12 @@ s3_materialize_manifest(const ManifestCopy *copy)
 }
 
 /*
- * Delete a dropped table's objects: everything below its key prefix.  Only
- * a location strictly below a storage setting is a table's (find_table).
- * Returns NULL on success, else why not.
+ * Delete a dropped table's objects: everything below its key prefix.
+ * Returns NULL on success, else why not; *later if the store could not be
+ * reached or asked for fewer requests, when the drop is to be tried again.
  */
 char *
-s3_remove_table_data(const char *location)
+s3_remove_table_data(const char *location, bool *later)
 {
 	S3Table t;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -355,6 +359,9 @@ s3_remove_table_data(const char *location)
 		}
 		FlushErrorState();
 		reason = pstrdup(edata->message);
+		/* a store out of reach or throttling: the drop waits for the next round */
+		*later = edata->sqlerrcode == MAKE_SQLSTATE('L', 'N', '0', '1', '7') ||
+				 edata->sqlerrcode == MAKE_SQLSTATE('L', 'N', '0', '2', '1');
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -651,8 +658,24 @@ apply_pending(const S3Pending *p)
 			u->replaced = top_strdup(p->key);
 		}
 	}
-	/* an object that a deleted branch of this transaction left is no other writer's */
-	else if (!unschedule_deletion(&p->store, p->key) && s3_head(&p->store, p->key, NULL))
+	/*
+	 * An object that a branch deleted in this transaction left is no other
+	 * writer's: it is replaced, and put back as it was if the commit fails.
+	 */
+	else if (unschedule_deletion(&p->store, p->key))
+	{
+		size_t len;
+		char *previous = s3_get(&p->store, p->key, SIZE_MAX, &len);
+
+		if (previous != NULL)
+		{
+			u->previous = MemoryContextAllocHuge(TopTransactionContext, len + 1);
+			memcpy(u->previous, previous, len);
+			u->previous_len = len;
+			u->replaced = top_strdup(p->key);
+		}
+	}
+	else if (s3_head(&p->store, p->key, NULL))
 		ln_error(LN_CONCURRENT_MODIFICATION,
 				 "\"%s\" was created by another writer while this transaction ran",
 				 p->name ? p->name : p->key);
@@ -704,10 +727,35 @@ s3_has_pending(void)
  * a staging object is Lance's leftover to clean.
  */
 static char *silent_endpoint = NULL;
+/*
+ * And a round as a whole stops after 30 seconds: the commit's answer, and
+ * every lock of the transaction, wait for it, with interrupts held.
+ */
+#define ROUND_MS 30000
+static TimestampTz round_deadline;
+static bool round_warned; /* one warning per round is enough */
+
+static void
+begin_round(void)
+{
+	silent_endpoint = NULL;
+	round_warned = false;
+	round_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ROUND_MS);
+}
 
 static bool
 store_silent(const S3Undo *u, const char *what, const char *key)
 {
+	if (GetCurrentTimestamp() >= round_deadline)
+	{
+		if (!round_warned)
+			ereport(WARNING, (errmsg("lance_namespace: did not %s \"%s\" in bucket \"%s\" (nor "
+									 "what followed): the commit's work on object stores ran out "
+									 "of time",
+									 what, key, u->store.bucket)));
+		round_warned = true;
+		return true;
+	}
 	if (silent_endpoint == NULL || strcmp(silent_endpoint, u->store.endpoint) != 0)
 		return false;
 	ereport(WARNING, (errmsg("lance_namespace: did not %s \"%s\" in bucket \"%s\": the store did "
@@ -796,6 +844,8 @@ delete_staging_objects(const S3Undo *first pg_attribute_unused())
 
 		if (u->remove_on_commit == NULL || u->queued)
 			continue;
+		if (store_silent(u, "delete", u->remove_on_commit))
+			continue;
 		keys = palloc(sizeof(char *) * cap);
 		for (S3Undo *v = u; v != NULL; v = v->next)
 		{
@@ -813,7 +863,7 @@ delete_staging_objects(const S3Undo *first pg_attribute_unused())
 void
 s3_end_transaction(bool commit)
 {
-	silent_endpoint = NULL;
+	begin_round();
 	if (commit && undo_list != NULL)
 		run_quietly(delete_staging_objects, undo_list);
 	for (S3Undo *u = undo_list; u != NULL; u = u->next)
@@ -829,7 +879,7 @@ s3_end_subtransaction(bool commit, SubTransactionId mySubid, SubTransactionId pa
 	S3Undo **link = &undo_list;
 	S3Pending **plink = &pending;
 
-	silent_endpoint = NULL;
+	begin_round();
 	/* a setting changed in the subtransaction is changed no more */
 	if (!commit)
 		cache = NULL;

@@ -11,7 +11,9 @@
 //
 // Serves path-style S3 on 127.0.0.1:<port>, access key "S3RVER", secret
 // "S3RVER", bucket "lake" made at start.  A request whose signature does not
-// verify is answered 403 SignatureDoesNotMatch, and counted.
+// verify is answered 403 SignatureDoesNotMatch, and counted.  Unsigned
+// requests are served below lake/anon/ only, as a bucket policy that lets
+// anyone in there would (everything else: 403 AccessDenied, counted).
 //
 // The control port answers GET /mode/up, /mode/stall (requests are taken and
 // never answered, as by a server that hangs), /mode/down (connections are
@@ -20,8 +22,8 @@
 // commit), /mode/error/<n>/<status> (the next n requests are answered with
 // that status and an S3 error, SlowDown for 503, then up again), and GET
 // /stats, a JSON object:
-// {"total": n, "verified": n, "rejected": n, "requests": [..the last 200
-// "METHOD path"..]}.
+// {"total": n, "verified": n, "rejected": n, "anonymous": n, "requests":
+// [..the last 200 "METHOD path"..]}.
 import crypto from "node:crypto";
 import http from "node:http";
 import aws4 from "aws4";
@@ -106,7 +108,7 @@ async function main() {
   let servedBeforeDown = Infinity;
   let failNext = 0;
   let failStatus = 503;
-  const stats = { total: 0, verified: 0, rejected: 0, requests: [] };
+  const stats = { total: 0, verified: 0, rejected: 0, anonymous: 0, requests: [] };
   const stalled = new Set();
 
   const proxy = http.createServer((req, res) => {
@@ -120,13 +122,24 @@ async function main() {
       const body = Buffer.concat(chunks);
       stats.total++;
       stats.requests.push(`${req.method} ${req.url}`);
+      if (stats.requests.length > 200) stats.requests.shift();
       if (failNext > 0) {
         failNext--;
         const code = failStatus === 503 ? "SlowDown" : failStatus >= 500 ? "InternalError" : "InvalidRequest";
         res.writeHead(failStatus, { "content-type": "application/xml" });
         return res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected</Message></Error>`);
       }
-      if (stats.requests.length > 200) stats.requests.shift();
+      if (req.headers.authorization === undefined) {
+        if (anonymousAllowed(req, body)) {
+          stats.anonymous++;
+          return forward(req, res, body);
+        }
+        stats.rejected++;
+        res.writeHead(403, { "content-type": "application/xml" });
+        return res.end(
+          `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`,
+        );
+      }
       const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, {
         [ACCESS_KEY]: SECRET_KEY,
       });
@@ -140,17 +153,33 @@ async function main() {
         );
       }
       stats.verified++;
-      const out = http.request(
-        { host: "127.0.0.1", port: backendPort, method: req.method, path: req.url, headers: req.headers },
-        (up) => {
-          res.writeHead(up.statusCode, up.headers);
-          up.pipe(res);
-        },
-      );
-      out.on("error", () => res.destroy());
-      out.end(body);
+      forward(req, res, body);
     });
   });
+
+  function forward(req, res, body) {
+    const out = http.request(
+      { host: "127.0.0.1", port: backendPort, method: req.method, path: req.url, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode, up.headers);
+        up.pipe(res);
+      },
+    );
+    out.on("error", () => res.destroy());
+    out.end(body);
+  }
+
+  // an object, a listing or a batch delete wholly below lake/anon/
+  function anonymousAllowed(req, body) {
+    const url = new URL(req.url, "http://x");
+    if (url.pathname.startsWith("/lake/anon/")) return true;
+    if (url.pathname !== "/lake" && url.pathname !== "/lake/") return false;
+    if (url.searchParams.has("delete")) {
+      const keys = [...body.toString().matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+      return keys.length > 0 && keys.every((k) => k.startsWith("anon/"));
+    }
+    return (url.searchParams.get("prefix") ?? "").startsWith("anon/");
+  }
   proxy.keepAliveTimeout = 5000; // as Node and many S3 servers keep connections
   await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
 

@@ -639,6 +639,33 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.equal((await listKeys(`${key}/`)).length, 2);
   });
 
+  test("a storage setting without keys: the catalog's calls go unsigned, and a commit works where the store lets anyone in", async () => {
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://lake/anon", options: { aws_endpoint: endpoint, allow_http: "true" } }),
+    });
+    const name = uniqueName("anon");
+    const where = `s3://lake/anon/${name}.lance`;
+    const id = [ns, name];
+    const d = ok(await post(tableRoute(id, "declare"), { id, location: where }));
+    assert.equal(d.managed_versioning, true);
+    assert.deepEqual(d.storage_options, { aws_endpoint: endpoint, allow_http: "true" });
+    const before = (await fetch(`${control}/stats`).then((r) => r.json())).anonymous;
+    await putObject(`anon/${name}.lance/_versions/stage.manifest-1`, "anonymous manifest");
+    psql(`SELECT lance_create_table_version(:'req'::jsonb) IS NOT NULL`, {
+      req: JSON.stringify({ id, version: 1, manifest_path: `anon/${name}.lance/_versions/stage.manifest-1` }),
+    });
+    ok(await post(tableRoute(id, "tags/create"), { id, tag: "a", version: 1 }));
+    await eventually(async () =>
+      assert.deepEqual((await listKeys(`anon/${name}.lance/`)).sort(), [
+        `anon/${name}.lance/_refs/tags/a.json`,
+        `anon/${name}.lance/_versions/${manifestName(1)}`,
+      ]),
+    );
+    const stats = await fetch(`${control}/stats`).then((r) => r.json());
+    assert.ok(stats.anonymous - before >= 4, JSON.stringify(stats));
+    psql(`SELECT lance_remove_storage('{"location": "s3://lake/anon"}') IS NOT NULL`);
+  });
+
   test("every request the catalog and the client sent carried a valid Signature V4", async () => {
     const stats = await fetch(`${control}/stats`).then((r) => r.json());
     assert.ok(stats.verified > 50, JSON.stringify(stats));
