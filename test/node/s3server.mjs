@@ -31,6 +31,7 @@ import S3rver from "s3rver";
 
 export const ACCESS_KEY = "S3RVER";
 export const SECRET_KEY = "S3RVER";
+export const REGION = "us-east-1";
 
 /**
  * Check the Signature V4 of a request: recompute it with aws4 from exactly
@@ -46,6 +47,9 @@ export function verifySignature({ method, url, headers, body }, secrets) {
   const [, keyId, , region, service, signedList, signature] = m;
   const secret = secrets[keyId];
   if (secret === undefined) return `unknown access key id ${keyId}`;
+  // the credential scope must be the store's: a signer that names another region or service
+  // would pass a check that takes them from the request, and fail on AWS
+  if (region !== REGION || service !== "s3") return `credential scope ${region}/${service} is not ${REGION}/s3`;
   const signed = signedList.split(";");
   for (const required of ["host", "x-amz-date", "x-amz-content-sha256"])
     if (!signed.includes(required)) return `header ${required} is not signed`;

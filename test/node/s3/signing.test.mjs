@@ -85,4 +85,6 @@ test("a changed request, body or secret does not verify", () => {
   assert.match(check({ headers: { ...headers, "x-amz-date": "20130524T000001Z" } }), /signature/);
   assert.match(check({ headers: { ...headers, "x-amz-security-token": "t" } }), /not signed/);
   assert.match(check({}, {}), /unknown access key/);
+  const otherRegion = { ...headers, authorization: v.authorization.replace("/us-east-1/", "/eu-west-1/") };
+  assert.match(check({ headers: otherRegion }), /credential scope eu-west-1\/s3 is not us-east-1\/s3/);
 });
