@@ -384,6 +384,14 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 
+		/*
+		 * A cancel or a shutdown ends the statement, not the request: the
+		 * caller's statement_timeout or pg_cancel_backend must be obeyed,
+		 * not answered as a 503 while the statement goes on.
+		 */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
 		if (ln_is_lance_error(edata->sqlerrcode) && edata->detail != NULL)
 			answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
 								  pstrdup(edata->detail)};

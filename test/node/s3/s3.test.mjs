@@ -436,6 +436,16 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     await setMode("up");
     assert.match(cancelled.text, /canceling statement due to statement timeout/);
     assert.ok(cancelled.ms < 5_000, `took ${cancelled.ms} ms: ${cancelled.text}`);
+    // lance_rest, what the gateway calls, is cancelled as well: the statement ends, rather than
+    // answer 503 and go on
+    await setMode("stall");
+    const viaRest = sqlError(
+      `SET lance_namespace.storage_timeout = '60s'; SET statement_timeout = '1s';
+       SELECT status FROM lance_rest('POST', :'path', '', :'req', jsonb_build_object('x-api-key', :'key'));`,
+      { path: tableRoute([ns, t], "version/create"), req, key: env.apiKey },
+    );
+    await setMode("up");
+    assert.match(viaRest.text, /canceling statement due to statement timeout/);
     assert.deepEqual(versionRows(loc), []);
     psql(`SELECT lance_create_table_version(:'req'::jsonb)`, { req });
     assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
