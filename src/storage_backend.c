@@ -70,8 +70,8 @@ backend_of(const char *location)
  * the version commits, the staging file is removed: named so, it would be
  * another version's committed manifest.
  */
-bool
-storage_is_final_manifest_name(const char *leaf)
+static bool
+is_final_manifest_name(const char *leaf)
 {
 	size_t digits = strspn(leaf, "0123456789");
 
@@ -117,9 +117,17 @@ void
 storage_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
 					   const char *manifest_path, int64 size, ManifestCopy *copy)
 {
+	const char *leaf = strrchr(manifest_path, '/');
+
 	backend_of(location)->check_manifest(location, branch, version, v1_naming, manifest_path, size,
 										 copy);
 	copy->location = pstrdup(location);
+	if (!copy->already_final && is_final_manifest_name(leaf ? leaf + 1 : manifest_path))
+		ln_error_detail(LN_INVALID_INPUT,
+						"Write the manifest to a staging name (the final name and a suffix).",
+						"manifest_path \"%s\" is the final name of another version, not a staging "
+						"manifest",
+						manifest_path);
 }
 
 void

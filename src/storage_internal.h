@@ -96,8 +96,6 @@ extern void s3_end_subtransaction(bool commit, SubTransactionId mySubid,
 
 /* storage.c */
 extern void storage_lock_final_name(const char *path);
-/* storage_backend.c */
-extern bool storage_is_final_manifest_name(const char *leaf);
 extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 extern char *storage_root_of(const char *path);
 extern char *storage_leftover_name(const char *leaf, const char *mark);

@@ -293,12 +293,6 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
 								manifest_path, final_name);
 	copy->size = size;
 	copy->already_final = strcmp(slash + 1, final_name) == 0;
-	if (!copy->already_final && storage_is_final_manifest_name(slash + 1))
-		ln_error_detail(LN_INVALID_INPUT,
-						"Write the manifest to a staging name (the final name and a suffix).",
-						"manifest_path \"%s\" is the final name of another version, not a staging "
-						"manifest",
-						manifest_path);
 }
 
 /*
