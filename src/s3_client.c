@@ -3,14 +3,17 @@
  *		Requests to an S3-compatible object store.
  *
  * libcurl (Debian 12: 7.88) sends the requests and signs them with AWS
- * Signature V4 itself (CURLOPT_AWS_SIGV4).  Two gaps of that version's
+ * Signature V4 itself (CURLOPT_AWS_SIGV4).  The gaps of that version's
  * signer are worked around by how requests are written, not by signing by
  * hand: it signs the query string as it is given, so every query is given
  * in canonical form (parameters sorted, values percent-encoded, "delete="
- * rather than "delete"); and it signs the path as given, so every key is
- * sent percent-encoded byte by byte (all but A-Z a-z 0-9 - _ . ~ and '/'),
- * which is what S3 computes.  test/node/s3server.mjs checks the signature
- * of every request the tests send against aws4, a maintained signer.
+ * rather than "delete"); it signs the path as given, so every key is sent
+ * percent-encoded byte by byte (all but A-Z a-z 0-9 - _ . ~ and '/'), which
+ * is what S3 computes; it signs a header that only removes a default one
+ * ("Expect:") and orders signed headers by "name:value", so neither such a
+ * header nor x-amz-copy-source-if-match is sent.  test/node/s3server.mjs
+ * checks the signature of every request the tests send against aws4, a
+ * maintained signer.  A setting without keys sends its requests unsigned.
  *
  * Each request runs in curl's multi interface, polled every 100 ms, so that
  * a query cancel or statement_timeout stops it at once: the transfer is
@@ -22,7 +25,9 @@
  *
  * Nothing palloc'd is made while curl runs and nothing raises while curl
  * holds memory: a response is gathered with malloc and copied out, and the
- * handles are released, before any error is raised.
+ * handles are released, before any error is raised.  The deletion of
+ * staging objects after a commit runs in the background (Background): sent
+ * whole at once, its answer read by later requests.
  */
 #include "postgres.h"
 
