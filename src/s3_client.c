@@ -1007,6 +1007,45 @@ delete_request(char **keys, int n)
 	return xml;
 }
 
+/* The headers a DeleteObjects request with body `xml` needs besides the usual. */
+static List *
+delete_headers(StringInfo xml)
+{
+	return list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
+					  "Content-Type: application/xml");
+}
+
+/* Send one DeleteObjects request for `keys` (a thousand at most). */
+static void
+post_delete(const S3Store *store, char **keys, int n, bool quiet, S3Result *r)
+{
+	StringInfo xml = delete_request(keys, n);
+
+	Assert(n <= DELETE_BATCH);
+	s3_request(store, "POST", NULL, "delete=", delete_headers(xml), xml->data, xml->len, quiet,
+			   MAX_LISTING, r);
+}
+
+/* Why a DeleteObjects answer of 200 says a key was not deleted (its first <Error>), or NULL. */
+static char *
+delete_failure(const S3Store *store, const S3Result *r)
+{
+	const char *at = r->body;
+	char *error = xml_element(r->body, &at, "Error");
+	const char *e;
+	char *key;
+	char *code;
+
+	if (error == NULL)
+		return NULL;
+	e = error;
+	key = xml_element(error, &e, "Key");
+	e = error;
+	code = xml_element(error, &e, "Code");
+	return psprintf("could not delete \"%s\" in bucket \"%s\": %s", key ? key : "?", store->bucket,
+					code ? code : "error");
+}
+
 /* Delete object `key` (none there is no error). */
 void
 s3_delete(const S3Store *store, const char *key)
@@ -1026,32 +1065,19 @@ s3_delete(const S3Store *store, const char *key)
 bool
 s3_delete_keys_quietly(const S3Store *store, char **keys, int n, char **error, bool *no_answer)
 {
-	StringInfo xml;
 	S3Result r;
-	const char *at;
-	char *failed;
 
-	Assert(n <= DELETE_BATCH);
 	*error = NULL;
 	*no_answer = false;
 	if (n == 0)
 		return true;
-	xml = delete_request(keys, n);
-	s3_request(store, "POST", NULL, "delete=",
-			   list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
-						  "Content-Type: application/xml"),
-			   xml->data, xml->len, true, MAX_LISTING, &r);
+	post_delete(store, keys, n, true, &r);
 	*no_answer = r.error != NULL && (r.status == 0 || r.status >= 500);
 	if (r.error == NULL && r.status == 200)
-	{
-		at = r.body;
-		if ((failed = xml_element(r.body, &at, "Error")) == NULL)
-			return true;
-		*error = psprintf("some keys were not deleted: %s", failed);
-		return false;
-	}
-	*error = r.error ? r.error : psprintf("HTTP status %ld", r.status);
-	return false;
+		*error = delete_failure(store, &r);
+	else
+		*error = r.error ? r.error : psprintf("HTTP status %ld", r.status);
+	return *error == NULL;
 }
 
 /*
@@ -1156,8 +1182,7 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 		int count = Min(n - start, DELETE_BATCH);
 		/* everything palloc'd first: nothing may raise once malloc'd memory is held */
 		StringInfo xml = delete_request(keys + start, count);
-		List *extra = list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
-								 "Content-Type: application/xml");
+		List *extra = delete_headers(xml);
 		char *url = object_url(store, NULL, "delete=");
 		char *what = psprintf("deleting %d staging objects in bucket \"%s\"", count, store->bucket);
 		struct curl_slist *headers = build_headers(store, "POST", xml->data, xml->len, extra);
@@ -1245,10 +1270,7 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 	{
 		char **keys;
 		int n = s3_list(store, prefix, DELETE_BATCH - 1, &keys);
-		StringInfo xml;
 		S3Result r;
-		const char *at;
-		char *error;
 
 		if (n == 0)
 			break;
@@ -1261,27 +1283,11 @@ s3_delete_prefix(const S3Store *store, const char *prefix)
 			break;
 		}
 		last_first = MemoryContextStrdup(old, keys[0]);
-		n = Min(n, DELETE_BATCH);
-		xml = delete_request(keys, n);
-		s3_request(store, "POST", NULL, "delete=",
-				   list_make2(psprintf("Content-MD5: %s", md5_base64(xml->data, xml->len)),
-							  "Content-Type: application/xml"),
-				   xml->data, xml->len, false, MAX_LISTING, &r);
+		post_delete(store, keys, Min(n, DELETE_BATCH), false, &r);
 		if (r.status != 200)
 			raise_for(store, &r, "delete objects below", prefix);
-		at = r.body;
-		if ((error = xml_element(r.body, &at, "Error")) != NULL)
-		{
-			const char *e = error;
-			char *key = xml_element(error, &e, "Key");
-			char *code;
-
-			e = error;
-			code = xml_element(error, &e, "Code");
-			reason = psprintf("could not delete \"%s\" in bucket \"%s\": %s", key ? key : "?",
-							  store->bucket, code ? code : "error");
+		if ((reason = delete_failure(store, &r)) != NULL)
 			break;
-		}
 		MemoryContextReset(round_cxt);
 		CHECK_FOR_INTERRUPTS();
 	}

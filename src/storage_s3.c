@@ -34,7 +34,9 @@
 typedef struct S3Table
 {
 	S3Store store;
-	char *key; /* the table's key prefix, no trailing slash */
+	char *key;	   /* the table's key prefix, no trailing slash */
+	char *setting; /* the location of the setting that covers it (a folder key) */
+	LnMap options; /* that setting's options, as callers are handed them */
 } S3Table;
 
 /* What a transaction did in a store, undone newest first on abort. */
@@ -172,10 +174,21 @@ find_table(const char *location, S3Table *out)
 	if (c->found)
 	{
 		S3Store store;
+		LnMap *kept = &c->table.options;
 
 		s3_store_from_options(bucket, &options, &store);
 		copy_store(&c->table.store, &store);
 		c->table.key = top_strdup(key);
+		c->table.setting = top_strdup(prefix);
+		kept->len = options.len;
+		kept->keys = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (options.len + 1));
+		kept->values =
+			MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (options.len + 1));
+		for (int i = 0; i < options.len; i++)
+		{
+			kept->keys[i] = top_strdup(options.keys[i]);
+			kept->values[i] = top_strdup(options.values[i]);
+		}
 	}
 	c->next = cache;
 	cache = c;
@@ -190,17 +203,6 @@ require_table(const char *location, S3Table *t)
 		ln_error(LN_INVALID_INPUT, "no storage setting covers \"%s\"", location);
 }
 
-/* True if `location` is the location of a storage setting itself. */
-static bool
-s3_is_setting_prefix(const char *location)
-{
-	char *prefix;
-	LnMap options;
-	char *folder = location_folder_key(location);
-
-	return finder != NULL && finder(folder, &prefix, &options) && strcmp(prefix, folder) == 0;
-}
-
 bool
 s3_manages(const char *location)
 {
@@ -211,18 +213,25 @@ s3_manages(const char *location)
 
 /*
  * The storage options to hand a caller for `location`: those of the setting
- * that covers it; false if none does.
+ * that covers it (the transaction's look-up of it, copied); false if none
+ * does.
  */
 bool
 s3_options_for(const char *location, LnMap *options)
 {
-	char *bucket;
-	char *key;
-	char *prefix;
+	S3Table t;
 
-	if (finder == NULL || !location_s3_parse(location, &bucket, &key))
+	if (!find_table(location, &t))
 		return false;
-	return finder(location_folder_key(location), &prefix, options);
+	options->len = t.options.len;
+	options->keys = palloc(sizeof(char *) * (t.options.len + 1));
+	options->values = palloc(sizeof(char *) * (t.options.len + 1));
+	for (int i = 0; i < t.options.len; i++)
+	{
+		options->keys[i] = pstrdup(t.options.keys[i]);
+		options->values[i] = pstrdup(t.options.values[i]);
+	}
+	return true;
 }
 
 static S3Undo *
@@ -332,7 +341,7 @@ s3_remove_table_data(const char *location, bool *later)
 	if (!find_table(location, &t))
 		return psprintf("\"%s\" is not below a storage setting", location);
 	/* a bucket, or a prefix that has a setting of its own, is never one table's */
-	if (t.key[0] == '\0' || s3_is_setting_prefix(location))
+	if (t.key[0] == '\0' || strcmp(t.setting, location_folder_key(location)) == 0)
 		return psprintf("\"%s\" is a storage setting's location, not a table's", location);
 	PG_TRY();
 	{
