@@ -313,8 +313,9 @@ SET ROLE regress_ln_writer;
 -- a namespace named like that table's folder: the catalog's choice would be inside it
 SELECT lance_create_namespace('{"id": ["acl", "nest.lance"]}') - 'transaction_id' AS created;
 SELECT pg_temp.answer_as('regress_ln_writer', 'lance_declare_table', '{"id": ["acl", "nest.lance", "t"]}') AS declared;
+-- a namespace whose tables would go inside it: a location below the local roots is an
+-- administrator's to give (15), so the writer's tables never get there
 SELECT lance_create_namespace('{"id": ["acl", "nest_ns"], "properties": {"location": "/tmp/lance_namespace_access/root/team/someone_elses"}}') - 'transaction_id' AS created;
-SELECT pg_temp.answer_as('regress_ln_writer', 'lance_declare_table', '{"id": ["acl", "nest_ns", "t"]}') AS declared;
 SELECT lance_drop_table('{"id": ["acl", "derived"]}') ->> 'location' LIKE '/tmp/lance_namespace_access/root/acl/derived%' AS dropped;
 RESET ROLE;
 SELECT lance_drop_table('{"id": ["acl", "grab"]}') ->> 'location' AS dropped;

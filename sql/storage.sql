@@ -85,6 +85,38 @@ SELECT lance_remove_storage('{"location": "s3://lake/other/"}') AS removed;
 SELECT jsonb_array_length(lance_list_storage() -> 'storage') AS settings_left;
 RESET ROLE;
 
+-- a namespace location where the catalog manages versions is an
+-- administrator's to give: a writer could otherwise have its tables put
+-- below any setting, and be handed that setting's keys
+CREATE ROLE regress_st_writer;
+SELECT lance_grant('{"id": ["st"], "role": "regress_st_writer", "privilege": "write"}') ->> 'changed' AS granted;
+SET ROLE regress_st_writer;
+SELECT lance_create_namespace('{"id": ["st", "evil"], "properties": {"location": "s3://lake/cat/deep"}}');
+SELECT lance_create_namespace('{"id": ["st", "evil"], "properties": {"location": "s3://lake/cat"}}');
+-- elsewhere it may
+SELECT lance_create_namespace('{"id": ["st", "mine"], "properties": {"location": "s3://elsewhere/mine"}}') -> 'properties' AS created;
+RESET ROLE;
+-- one an administrator gives serves writers: their tables go there, managed
+SELECT lance_set_storage('{"location": "s3://pond/placed", "options": {}}') ->> 'location' AS set;
+SELECT lance_create_namespace('{"id": ["st", "placed"], "properties": {"location": "s3://pond/placed"}}') -> 'properties' AS by_admin;
+SET ROLE regress_st_writer;
+SELECT d ->> 'location' ~ '^s3://pond/placed/t_[0-9a-f]{8}\.lance$' AS below, d -> 'managed_versioning' AS managed
+  FROM lance_declare_table('{"id": ["st", "placed", "t"]}') d;
+RESET ROLE;
+SELECT lance_remove_storage('{"location": "s3://pond/placed"}') ->> 'location' AS removed;
+
+-- tables registered while nothing managed a prefix may share a folder: a
+-- setting that would manage them both is refused
+SELECT lance_register_table('{"id": ["st", "one"], "location": "s3://lake/later/t1"}') ? 'location' AS registered;
+SELECT lance_register_table('{"id": ["st", "two"], "location": "s3://lake/later/t1/"}') ? 'location' AS registered;
+SELECT lance_set_storage('{"location": "s3://lake/later", "options": {}}');
+SELECT lance_deregister_table('{"id": ["st", "two"]}') ? 'location' AS deregistered;
+SELECT lance_register_table('{"id": ["st", "three"], "location": "s3://lake/later/t1/inner"}') ? 'location' AS registered;
+SELECT lance_set_storage('{"location": "s3://lake/later", "options": {}}');
+SELECT lance_deregister_table('{"id": ["st", "three"]}') ? 'location' AS deregistered;
+SELECT lance_set_storage('{"location": "s3://lake/later", "options": {}}') ->> 'location' AS set;
+SELECT lance_remove_storage('{"location": "s3://lake/later"}') ->> 'location' AS removed;
+
 -- no secret reaches the change log
 SELECT count(*) AS entries_with_secrets
   FROM lance_changes(0, 100000) c WHERE c::text ~ 'SECRET|TOKEN';
@@ -93,4 +125,4 @@ SELECT count(*) AS entries_with_secrets
 SELECT lance_drop_namespace('{"id": ["st"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SELECT lance_remove_storage('{"location": "s3://lake/cat"}') -> 'location' AS removed;
 SELECT lance_remove_storage('{"location": "s3://lake/cat/deep"}') -> 'location' AS removed;
-DROP ROLE regress_st_admin, regress_st_reader, regress_st_none;
+DROP ROLE regress_st_admin, regress_st_reader, regress_st_none, regress_st_writer;

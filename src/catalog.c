@@ -82,6 +82,7 @@ typedef enum CatalogStatement
 	STMT_REMOVE_STORAGE,
 	STMT_LIST_STORAGE,
 	STMT_FIND_STORAGE,
+	STMT_FOLDERS_SHARED_BELOW,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -483,6 +484,21 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						   " ORDER BY s.location, o.key COLLATE \"C\"",
 						   0,
 						   {InvalidOid}},
+	/* two tables at or below folder key $1 whose folders are one, or one inside the other */
+	[STMT_FOLDERS_SHARED_BELOW] =
+		{"WITH below AS ("
+		 "  SELECT id, location, lance_catalog.local_path(location) COLLATE \"C\" AS folder"
+		 "    FROM lance_catalog.object"
+		 "   WHERE kind = 'table'"
+		 "     AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
+		 "          OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
+		 "              AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')))"
+		 "SELECT a.location, b.location FROM below a JOIN below b ON a.id < b.id"
+		 " WHERE a.folder = b.folder OR pg_catalog.starts_with(b.folder, a.folder || '/')"
+		 "    OR pg_catalog.starts_with(a.folder, b.folder || '/')"
+		 " LIMIT 1",
+		 1,
+		 {TEXTOID}},
 	/* the longest prefix of folder key $1 that has a setting, with its options */
 	[STMT_FIND_STORAGE] =
 		{"SELECT s.location, o.key, o.value"
@@ -1707,5 +1723,22 @@ catalog_find_storage(const char *folder, char **prefix, LnMap *options)
 		return false;
 	*prefix = locations[0];
 	*options = maps[0];
+	return true;
+}
+
+/*
+ * Two tables at or below folder key `folder` whose folders are one, or one
+ * inside the other: their locations in *a and *b; false if there are none.
+ */
+bool
+catalog_folders_shared_below(const char *folder, char **a, char **b)
+{
+	Datum values[1] = {CStringGetTextDatum(folder)};
+
+	execute(STMT_FOLDERS_SHARED_BELOW, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	*a = result_text(0, 1);
+	*b = result_text(0, 2);
 	return true;
 }

@@ -109,6 +109,7 @@ extern bool catalog_delete_api_key(const char *id);
 extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);
 extern bool catalog_remove_storage(const char *location);
 extern int catalog_list_storage(char ***locations, LnMap **options);
+extern bool catalog_folders_shared_below(const char *folder, char **a, char **b);
 extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at);

@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "ops_namespace.h"
 #include "request.h"
+#include "storage.h"
 
 typedef enum CreateMode
 {
@@ -52,6 +53,30 @@ static const LnEnumValue drop_behaviors[] = {
  * free, so that of two concurrent creators exactly one creates; the other
  * then finds the winner's namespace (or table) and follows its mode.
  */
+/*
+ * A namespace's "location" property is where the catalog puts its tables.
+ * Where the catalog manages versions (below lance_namespace.local_roots or
+ * an S3 storage setting) it writes and removes there, and hands out the
+ * setting's credentials: only an administrator chooses such a place, as
+ * only one names a table's folder there.
+ */
+static void
+check_location_property(const LnRequest *req, const LnMap *properties)
+{
+	const char *location = ln_map_get(properties, "location");
+
+	if (location == NULL || access_caller_is_admin())
+		return;
+	/* the tables go below it */
+	if (storage_is_managed(psprintf("%s/t", location)))
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Create the namespace without a location, or ask an administrator.",
+						"only an administrator gives namespace \"%s\" a location where the "
+						"catalog manages versions (below lance_namespace.local_roots or a storage "
+						"setting)",
+						ln_id_string(&req->id, req->id.len));
+}
+
 void
 op_create_namespace(const LnRequest *req, LnResponse *resp)
 {
@@ -62,6 +87,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	CatalogObject existing;
 
 	ln_require_id(req);
+	check_location_property(req, &properties);
 	if (req->id.len == 0)
 	{
 		if (mode != CREATE_MODE_EXIST_OK)

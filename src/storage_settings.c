@@ -69,6 +69,21 @@ set_storage(Jsonb *request)
 	key = setting_key(location);
 	storage_check_setting(key, &options);
 	catalog_begin();
+	/*
+	 * Tables registered while nothing managed the prefix were never held to
+	 * one folder each: managed, two on one folder would write (and undo)
+	 * each other's manifests.
+	 */
+	{
+		char *a;
+		char *b;
+
+		if (catalog_folders_shared_below(key, &a, &b))
+			ln_error_detail(LN_INVALID_INPUT, "Move or deregister one of them first.",
+							"tables at \"%s\" and \"%s\" share a folder below \"%s\": the "
+							"catalog cannot manage their versions",
+							a, b, key);
+	}
 	catalog_set_storage(key, &options, access_caller());
 	catalog_end();
 	storage_forget_settings();
