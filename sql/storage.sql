@@ -35,6 +35,11 @@ SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint"
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "https://minio:9000/path", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "ftp://minio", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_region": "us east", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+-- what goes into requests holds no control characters (a header could be
+-- smuggled in), and an endpoint no password (it would be shown and logged)
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": "a\nX-Evil: 1", "aws_secret_access_key": "b"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": "a", "aws_secret_access_key": "b", "aws_session_token": "t\r\nX-Evil: 1"}}');
+SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_endpoint": "https://user:hunter2@minio:9000"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x", "options": {"aws_access_key_id": ["a"], "aws_secret_access_key": "b"}}');
 SELECT lance_set_storage('{"location": "s3://lake/x"}');
 SELECT lance_remove_storage('{"location": "s3://lake/none"}');
@@ -93,6 +98,8 @@ SELECT lance_grant('{"id": ["st"], "role": "regress_st_writer", "privilege": "wr
 SET ROLE regress_st_writer;
 SELECT lance_create_namespace('{"id": ["st", "evil"], "properties": {"location": "s3://lake/cat/deep"}}');
 SELECT lance_create_namespace('{"id": ["st", "evil"], "properties": {"location": "s3://lake/cat"}}');
+-- nor does a writer name a table's folder there
+SELECT lance_register_table('{"id": ["st", "mine_t"], "location": "s3://lake/cat/mine_t"}');
 -- elsewhere it may
 SELECT lance_create_namespace('{"id": ["st", "mine"], "properties": {"location": "s3://elsewhere/mine"}}') -> 'properties' AS created;
 RESET ROLE;

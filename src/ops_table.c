@@ -160,8 +160,10 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 						"Declare the table without a location and the catalog chooses its folder, "
 						"or ask an administrator.",
 						"only an administrator places table \"%s\" at a folder of its choice below "
-						"lance_namespace.local_roots",
-						ln_id_string(&req->id, req->id.len));
+						"%s",
+						ln_id_string(&req->id, req->id.len),
+						storage_is_local(location) ? "lance_namespace.local_roots"
+												   : "a storage setting");
 	path = location_folder_key(location);
 	/* exclusive: two registrations of one folder must not both find it free */
 	storage_lock_folder(path, true);

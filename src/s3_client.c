@@ -118,6 +118,17 @@ option_true(const char *value)
 	return value != NULL && (pg_strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0);
 }
 
+/* An option that goes into a request (a header, the URL, the signature): no control characters. */
+static void
+check_no_controls(const char *name, const char *value)
+{
+	if (value == NULL)
+		return;
+	for (const unsigned char *c = (const unsigned char *)value; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			ln_error(LN_INVALID_INPUT, "storage option %s holds a control character", name);
+}
+
 /*
  * How to reach `bucket` with Lance's storage options: the names Lance and
  * its object_store take (aws_endpoint, aws_region, aws_access_key_id,
@@ -147,6 +158,15 @@ s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store)
 	store->access_key_id = (char *)option(options, key_names);
 	store->secret_access_key = (char *)option(options, secret_names);
 	store->session_token = (char *)option(options, token_names);
+	check_no_controls("aws_endpoint", endpoint);
+	/* not echoed: what stands before the '@' may be a password */
+	if (endpoint != NULL && strchr(endpoint, '@') != NULL)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Give the keys as aws_access_key_id and aws_secret_access_key.",
+						"storage option aws_endpoint holds a user name or password");
+	check_no_controls("aws_access_key_id", store->access_key_id);
+	check_no_controls("aws_secret_access_key", store->secret_access_key);
+	check_no_controls("aws_session_token", store->session_token);
 	/* a key id without its secret, or the other way round, is a mistake; neither is anonymous */
 	if ((store->access_key_id == NULL) != (store->secret_access_key == NULL))
 		ln_error_detail(LN_INVALID_INPUT,
@@ -180,7 +200,7 @@ s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store)
 					 "storage option aws_endpoint \"%s\" is not an http:// or https:// URL",
 					 endpoint);
 		if (strchr(store->endpoint + (store->endpoint[4] == 's' ? 8 : 7), '/') != NULL ||
-			strpbrk(store->endpoint, "?# \t\r\n") != NULL)
+			strpbrk(store->endpoint, "?# ") != NULL)
 			ln_error(LN_INVALID_INPUT,
 					 "storage option aws_endpoint \"%s\" must be only a scheme, host and port",
 					 endpoint);
