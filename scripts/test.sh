@@ -22,6 +22,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PASSED=0
 FAILED=0
+# what failed, one line each, repeated above the summary so that the end of
+# a long log (all that CI may show) says which tests to look at
+FAILURES=()
 TMP_DIR=""
 PGDATA_DIR=""
 
@@ -51,6 +54,10 @@ cleanup() {
 	fi
 	((FAILED == 0)) || ((rc != 0)) || rc=1
 	echo
+	if ((${#FAILURES[@]} > 0)); then
+		echo "what failed:"
+		printf '  %s\n' "${FAILURES[@]}"
+	fi
 	echo "$PASSED passed, $FAILED failed"
 	exit "$rc"
 }
@@ -118,6 +125,7 @@ run_suite() {
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
+	note_failures "$name" "$log" '\.\.\. FAILED' "$rc"
 	if ((rc != 0)); then
 		say "$name tests failed"
 		if [[ -f "$diffs" ]]; then
@@ -163,6 +171,7 @@ run_group() {
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
+	note_failures "$name" "$log" '^  FAIL ' "$rc"
 	((rc == 0)) || say "the $name tests failed"
 }
 
@@ -256,6 +265,21 @@ count_node() {
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
+	note_failures "$(basename "$log" .log)" "$log" '^ *not ok ' "$rc"
+}
+
+# note_failures <part> <log> <pattern> <rc>: add the log's lines matching
+# <pattern> to FAILURES, or one line for the part if it failed without any.
+note_failures() {
+	local part="$1" log="$2" pattern="$3" rc="$4" line found=0
+	while IFS= read -r line; do
+		FAILURES+=("$part: ${line#"${line%%[![:space:]]*}"}")
+		found=1
+	done < <(grep -E -- "$pattern" "$log" 2>/dev/null | cut -c1-200)
+	if ((rc != 0 && found == 0)); then
+		FAILURES+=("$part: failed (see its output above)")
+	fi
+	return 0
 }
 
 # ---------------------------------------------------------------------------
