@@ -28,6 +28,7 @@ OBJS = \
 	src/objects.o \
 	src/changes.o \
 	src/json_edge.o \
+	src/json_tree.o \
 	src/request.o \
 	src/catalog.o \
 	src/storage_backend.o \

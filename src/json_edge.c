@@ -1,7 +1,8 @@
 /*
  * json_edge.c
- *		Decode jsonb requests into LnRequest and encode LnResponse as jsonb,
- *		with json-c.
+ *		Decode requests into LnRequest and encode LnResponse as jsonb or
+ *		JSON text, through json-c trees (json_tree.c turns jsonb into them and
+ *		back).
  *
  * json-c allocates with malloc, and ereport(ERROR) leaves a function
  * without running its cleanup.  Every json-c tree made here is therefore
@@ -24,6 +25,7 @@
 
 #include "error.h"
 #include "json_edge.h"
+#include "json_tree.h"
 #include "request.h"
 
 /* Longest object name we accept; longer names could not be indexed. */
@@ -526,14 +528,13 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 }
 
 /*
- * Parse JSON text with json-c, its tree owned by the current memory
- * context.  JSON nested deeper than LN_MAX_JSON_DEPTH is the client's
- * mistake (LN013) wherever it comes from; any other failure of text that
- * came from jsonb, which is always valid JSON, is internal.  A JSON null
+ * Parse JSON text (a REST body) with json-c, its tree owned by the current
+ * memory context.  JSON nested deeper than LN_MAX_JSON_DEPTH is the
+ * client's mistake (LN013), as anything else json-c refuses.  A JSON null
  * gives a tree whose root is NULL.
  */
 static JsonTree *
-parse_text(const char *text, const char *what, bool from_jsonb)
+parse_text(const char *text, const char *what)
 {
 	/* json-c's depth counts the top level too */
 	struct json_tokener *tok = json_tokener_new_ex(LN_MAX_JSON_DEPTH + 1);
@@ -557,12 +558,25 @@ parse_text(const char *text, const char *what, bool from_jsonb)
 		if (jerr == json_tokener_error_depth)
 			ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
 					 LN_MAX_JSON_DEPTH);
-		if (from_jsonb)
-			ln_error(LN_INTERNAL, "could not parse %s: %s", what, json_tokener_error_desc(jerr));
 		ln_error(LN_INVALID_INPUT, "%s is not JSON: %s", what, json_tokener_error_desc(jerr));
 	}
 	json_tokener_free(tok);
 	return guard_tree(root);
+}
+
+/*
+ * A jsonb value as a json-c tree owned by the current memory context, read
+ * without JSON text in between; nesting is bounded as parse_text bounds it.
+ */
+static JsonTree *
+jsonb_tree(Jsonb *jsonb, const char *what)
+{
+	JsonTree *tree = guard_tree(NULL);
+
+	if (!json_tree_from_jsonb(jsonb, LN_MAX_JSON_DEPTH, &tree->root))
+		ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
+				 LN_MAX_JSON_DEPTH);
+	return tree;
 }
 
 /*
@@ -601,8 +615,7 @@ json_request_member_names(uint64 members, const char ***names)
 void
 json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 {
-	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
-	JsonTree *tree = parse_text(text, "the request", true);
+	JsonTree *tree = jsonb_tree(request, "the request");
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
@@ -687,7 +700,7 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 	if (body != NULL && body[strspn(body, " \t\r\n")] != '\0')
 	{
 		check_json_text(body, "the request body");
-		tree = parse_text(body, "the request body", false);
+		tree = parse_text(body, "the request body");
 		root = tree->root;
 	}
 	if (root == NULL) /* no body, or the literal null */
@@ -750,8 +763,7 @@ LnMap
 json_decode_headers(Jsonb *headers)
 {
 	LnRequest holder;
-	char *text = JsonbToCString(NULL, &headers->root, VARSIZE(headers));
-	JsonTree *tree = parse_text(text, "the headers", true);
+	JsonTree *tree = jsonb_tree(headers, "the headers");
 
 	if (tree->root == NULL)
 		ln_error(LN_INVALID_INPUT, "the headers must be a JSON object of strings");
@@ -783,24 +795,41 @@ new_map(const LnMap *map)
 	return obj;
 }
 
+/* A json-c tree's JSON text, palloc'ed. */
+static char *
+tree_text(json_object *root)
+{
+	return pstrdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+															JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
 /* Turn a finished json-c tree into palloc'ed JSON text and release the tree. */
 static char *
 tree_to_text(json_object *root)
 {
 	JsonTree *tree = guard_tree(root);
-	char *text;
+	char *text = tree_text(root);
 
-	text = pstrdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-															JSON_C_TO_STRING_NOSLASHESCAPE));
 	release_tree(tree);
 	return text;
 }
 
+/* Turn a finished json-c tree into jsonb, directly where it can, and release the tree. */
 static Jsonb *
 tree_to_jsonb(json_object *root)
 {
-	char *text = tree_to_text(root);
+	JsonTree *tree = guard_tree(root);
+	Jsonb *jsonb = json_tree_to_jsonb(root);
+	char *text;
 
+	if (jsonb != NULL)
+	{
+		release_tree(tree);
+		return jsonb;
+	}
+	/* what only JSON text says the same way (json_tree_to_jsonb): through jsonb_in */
+	text = tree_text(root);
+	release_tree(tree);
 	return DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(text)));
 }
 
@@ -1100,8 +1129,7 @@ required_name(json_object *root, const char *key)
 void
 json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char **privilege)
 {
-	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
-	JsonTree *tree = parse_text(text, "the request", true);
+	JsonTree *tree = jsonb_tree(request, "the request");
 	json_object *member;
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
@@ -1162,8 +1190,7 @@ json_encode_grants(const LnId *id, int n, char **roles, char **privileges)
 void
 json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options)
 {
-	char *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
-	JsonTree *tree = parse_text(text, "the request", true);
+	JsonTree *tree = jsonb_tree(request, "the request");
 	json_object *member;
 	int n = 0;
 
