@@ -374,6 +374,32 @@ SELECT lance_describe_table_version('{"id": ["vs", "huge"]}') #>> '{version,vers
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "huge"], "descending": true}'), '$.versions[*].version') AS descending;
 SELECT jsonb_path_query_array(lance_list_table_versions('{"id": ["vs", "huge"], "descending": true, "limit": 1, "page_token": "9223372036854775807"}'), '$.versions[*].version') AS next_page;
 
+-- The latest version is read by a direct scan of the catalog's index, a
+-- version by its number by a SQL statement: both answer the same, metadata
+-- of every JSON kind (the API stores strings; an administrator's UPDATE
+-- may store others) and the timestamp in milliseconds, rounded half away
+-- from zero as the SQL rounds it.
+SELECT lance_register_table('{"id": ["vs", "same"], "location": "s3://bucket/vs/same"}') ->> 'location' AS location;
+SELECT lance_create_table_version('{"id": ["vs", "same"], "version": 1, "manifest_path": "m1", "manifest_size": 12, "e_tag": "e1", "metadata": {"k": "v", "empty": ""}}') #>> '{version,version}' AS version;
+UPDATE lance_catalog.version
+   SET metadata = metadata || '{"n": 1.50, "b": true, "nul": null, "o": {"x": [1, "y"]}}',
+       created_at = '2026-01-02 03:04:05.0675+00'
+ WHERE manifest_path = 'm1';
+SELECT lance_describe_table_version('{"id": ["vs", "same"]}') AS latest;
+SELECT lance_describe_table_version('{"id": ["vs", "same"]}')
+           = lance_describe_table_version('{"id": ["vs", "same"], "version": 1}') AS latest_same_as_by_number,
+       lance_list_table_versions('{"id": ["vs", "same"], "descending": true, "limit": 1}') #> '{versions,0}'
+           = lance_describe_table_version('{"id": ["vs", "same"], "version": 1}') -> 'version' AS listed_same_as_by_number;
+-- A null in a map (metadata, properties) is no string: it is left out.
+UPDATE lance_catalog.object SET properties = '{"p": null, "q": "r"}' WHERE name = 'same';
+SELECT lance_describe_table('{"id": ["vs", "same"]}') -> 'properties' AS properties;
+-- A version made earlier in the transaction is its latest; gone with a rollback.
+BEGIN;
+SELECT lance_create_table_version('{"id": ["vs", "same"], "version": 2, "manifest_path": "m2"}') #>> '{version,version}' AS version;
+SELECT lance_describe_table_version('{"id": ["vs", "same"]}') #>> '{version,version}' AS latest_in_transaction;
+ROLLBACK;
+SELECT lance_describe_table_version('{"id": ["vs", "same"]}') #>> '{version,version}' AS latest_after_rollback;
+
 -- Clean up: dropping the namespace drops its tables and their versions.
 SELECT lance_drop_namespace('{"id": ["vs"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 SELECT count(*) = :versions_before AS versions_gone FROM lance_catalog.version;

@@ -24,6 +24,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "catalog_index.h"
 #include "error.h"
 
 typedef enum CatalogStatement
@@ -58,11 +59,6 @@ typedef enum CatalogStatement
 	STMT_SET_CHANGE,
 	STMT_LIST_QUEUED_DROPS,
 	STMT_LOCK_TABLE_REFS,
-	STMT_LOOKUP_CHILD_ID,
-	STMT_LOOKUP_TABLE,
-	STMT_LOOKUP_TABLE_IN,
-	STMT_LOOKUP_TABLE_LATEST,
-	STMT_LOOKUP_TABLE_LATEST_IN,
 	STMT_INSERT_VERSION,
 	STMT_LOCATION_IN_USE,
 	STMT_LOCATION_TAKEN,
@@ -355,50 +351,6 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_LOCK_TABLE_REFS] = {"SELECT FROM lance_catalog.object WHERE id = $1 FOR NO KEY UPDATE",
 							  1,
 							  {INT8OID}},
-	[STMT_LOOKUP_CHILD_ID] = {"SELECT id, kind = 'table' FROM lance_catalog.object"
-							  " WHERE parent_id = $1 AND name = $2",
-							  2,
-							  {INT8OID, TEXTOID}},
-	[STMT_LOOKUP_TABLE] = {"SELECT 1::bigint, id, location, declared FROM lance_catalog.object"
-						   " WHERE parent_id = $1 AND name = $2 AND kind = 'table'",
-						   2,
-						   {INT8OID, TEXTOID}},
-	/* a namespace and the table in it, in one statement: the path of most look-ups */
-	[STMT_LOOKUP_TABLE_IN] = {"SELECT n.id, t.id, t.location, t.declared"
-							  "  FROM lance_catalog.object n"
-							  "  LEFT JOIN lance_catalog.object t"
-							  "         ON t.parent_id = n.id AND t.name = $3 AND t.kind = 'table'"
-							  " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
-							  3,
-							  {INT8OID, TEXTOID, TEXTOID}},
-	/*
-	 * The look-up of STMT_LOOKUP_TABLE(_IN) and the latest versions of the
-	 * table's main branch, in one statement: Lance's "which is the latest
-	 * version" (ListTableVersions descending, DescribeTableVersion without a
-	 * version) runs one executor, not two.  A table without versions has one
-	 * row, with NULL version columns.
-	 */
-	[STMT_LOOKUP_TABLE_LATEST] = {"SELECT 1::bigint, t.id, t.location, t.declared, v.*"
-								  "  FROM lance_catalog.object t"
-								  "  LEFT JOIN LATERAL (SELECT " VERSION_COLUMNS
-								  "                       FROM lance_catalog.version"
-								  "                      WHERE table_id = t.id AND branch = ''"
-								  "                      ORDER BY version DESC LIMIT $3) v ON true"
-								  " WHERE t.parent_id = $1 AND t.name = $2 AND t.kind = 'table'",
-								  3,
-								  {INT8OID, TEXTOID, INT4OID}},
-	[STMT_LOOKUP_TABLE_LATEST_IN] =
-		{"SELECT n.id, t.id, t.location, t.declared, v.*"
-		 "  FROM lance_catalog.object n"
-		 "  LEFT JOIN lance_catalog.object t"
-		 "         ON t.parent_id = n.id AND t.name = $3 AND t.kind = 'table'"
-		 "  LEFT JOIN LATERAL (SELECT " VERSION_COLUMNS
-		 "                       FROM lance_catalog.version"
-		 "                      WHERE table_id = t.id AND branch = ''"
-		 "                      ORDER BY version DESC LIMIT $4) v ON true"
-		 " WHERE n.parent_id = $1 AND n.name = $2 AND n.kind = 'namespace'",
-		 4,
-		 {INT8OID, TEXTOID, TEXTOID, INT4OID}},
 	/* one version: its table found by key and locked, as in STMT_INSERT_VERSIONS */
 	[STMT_INSERT_VERSION] =
 		{"INSERT INTO lance_catalog.version"
@@ -726,19 +678,25 @@ result_text_array(int row, int col, char ***strings)
 	bool isnull;
 	Datum d = result_datum(row, col, &isnull);
 	Datum *elems;
+	bool *nulls;
 	int n;
 
 	*strings = NULL;
 	if (isnull)
 		return 0;
-	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	*strings = MemoryContextAlloc(result_cxt, sizeof(char *) * (n + 1));
 	for (int i = 0; i < n; i++)
-		(*strings)[i] = MemoryContextStrdup(result_cxt, TextDatumGetCString(elems[i]));
+		(*strings)[i] =
+			nulls[i] ? NULL : MemoryContextStrdup(result_cxt, TextDatumGetCString(elems[i]));
 	return n;
 }
 
-/* A flattened [key, value] pairs text[] result as an LnMap in the result context. */
+/*
+ * A flattened [key, value] pairs text[] result as an LnMap in the result
+ * context.  A pair whose value is NULL (a JSON null, which only a direct
+ * UPDATE can store) is left out: a map holds strings.
+ */
 static LnMap
 result_map(uint64 row, int col)
 {
@@ -746,13 +704,15 @@ result_map(uint64 row, int col)
 	char **pairs;
 	int npairs = result_text_array(row, col, &pairs) / 2;
 
-	map.len = npairs;
+	map.len = 0;
 	map.keys = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
 	map.values = MemoryContextAlloc(result_cxt, sizeof(char *) * (npairs + 1));
 	for (int i = 0; i < npairs; i++)
 	{
-		map.keys[i] = pairs[2 * i];
-		map.values[i] = pairs[2 * i + 1];
+		if (pairs[2 * i + 1] == NULL)
+			continue;
+		map.keys[map.len] = pairs[2 * i];
+		map.values[map.len++] = pairs[2 * i + 1];
 	}
 	return map;
 }
@@ -1395,66 +1355,41 @@ catalog_lock_table_refs(int64 table_id)
 bool
 catalog_lookup_child_id(int64 parent_id, const char *name, int64 *id, bool *is_table)
 {
-	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
-	bool isnull;
+	CatalogChild child;
 
-	execute(STMT_LOOKUP_CHILD_ID, values, NULL, 1);
-	if (SPI_processed == 0)
+	check_schema_version();
+	if (!catalog_index_find_child(parent_id, name, &child, NULL))
 		return false;
-	*id = DatumGetInt64(result_datum(0, 1, &isnull));
-	*is_table = DatumGetBool(result_datum(0, 2, &isnull));
+	*id = child.id;
+	*is_table = child.is_table;
 	return true;
 }
 
 /*
  * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
- * with ns_name NULL, directly under grandparent_id) with statement `direct`
- * or `in_namespace`, which answer (namespace or 1, table id, location,
- * declared, ...) and take `limit` as their last argument if it is not
- * negative.  Returns 0 if the namespace is missing, 1 if the table is, 2 if
- * found (the result rows stay for the caller to read).
- */
-static int
-lookup_table(CatalogStatement direct, CatalogStatement in_namespace, int64 grandparent_id,
-			 const char *ns_name, const char *table_name, int limit, CatalogObject *table)
-{
-	Datum values[4];
-	int nvalues = 0;
-	bool isnull;
-
-	memset(table, 0, sizeof(CatalogObject));
-	values[nvalues++] = Int64GetDatum(grandparent_id);
-	if (ns_name != NULL)
-		values[nvalues++] = CStringGetTextDatum(ns_name);
-	values[nvalues++] = CStringGetTextDatum(table_name);
-	if (limit >= 0)
-		values[nvalues++] = Int32GetDatum(limit);
-	execute(ns_name != NULL ? in_namespace : direct, values, NULL, limit >= 0 ? 0 : 1);
-	if (SPI_processed == 0)
-		return ns_name != NULL ? 0 : 1;
-	(void)result_datum(0, 2, &isnull);
-	if (isnull)
-		return 1;
-	table->id = DatumGetInt64(result_datum(0, 2, &isnull));
-	table->location = result_text(0, 3);
-	table->declared = DatumGetBool(result_datum(0, 4, &isnull));
-	table->is_table = true;
-	table->name = MemoryContextStrdup(result_cxt, table_name);
-	table->properties.len = 0;
-	return 2;
-}
-
-/*
- * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
- * with ns_name NULL, directly under grandparent_id), keys and location only.
- * Returns 0 if the namespace is missing, 1 if the table is, 2 if found.
+ * with ns_name NULL, directly under grandparent_id), keys, location and
+ * declared state only.  Returns 0 if the namespace is missing, 1 if the
+ * table is, 2 if found.
  */
 int
 catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *table_name,
 						 CatalogObject *table)
 {
-	return lookup_table(STMT_LOOKUP_TABLE, STMT_LOOKUP_TABLE_IN, grandparent_id, ns_name,
-						table_name, -1, table);
+	CatalogChild child;
+	int found;
+
+	check_schema_version();
+	memset(table, 0, sizeof(CatalogObject));
+	found = catalog_index_find_table(grandparent_id, ns_name, table_name, &child, result_cxt);
+	if (found == 2)
+	{
+		table->id = child.id;
+		table->is_table = true;
+		table->name = MemoryContextStrdup(result_cxt, table_name);
+		table->location = child.location;
+		table->declared = child.declared;
+	}
+	return found;
 }
 
 /* True if a table other than except_id is at the local folder `path` (canonical). */
@@ -1618,32 +1553,21 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 
 /*
  * As catalog_lookup_table_key, and the table's latest versions on main, at
- * most `limit`, newest first, in one statement: *nversions of them in
- * *versions (none when the table is missing).
+ * most `limit` (at least 1), newest first: *nversions of them in *versions
+ * (none when the table is missing).
  */
 int
 catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name, const char *table_name,
 							int limit, CatalogObject *table, LnTableVersion **versions,
 							int *nversions)
 {
-	int found = lookup_table(STMT_LOOKUP_TABLE_LATEST, STMT_LOOKUP_TABLE_LATEST_IN, grandparent_id,
-							 ns_name, table_name, limit, table);
-	int n;
-	bool isnull;
+	int found = catalog_lookup_table_key(grandparent_id, ns_name, table_name, table);
 
 	*nversions = 0;
 	*versions = NULL;
 	if (found != 2)
 		return found;
-	/* one row with NULL version columns: no versions */
-	n = (int)SPI_processed;
-	(void)result_datum(0, 5, &isnull);
-	if (isnull)
-		n = 0;
-	*versions = MemoryContextAllocZero(result_cxt, sizeof(LnTableVersion) * (n + 1));
-	for (int i = 0; i < n; i++)
-		result_version_at(i, 5, &(*versions)[i]);
-	*nversions = n;
+	*nversions = catalog_index_latest_versions(table->id, limit, versions, result_cxt);
 	return 2;
 }
 

@@ -1,0 +1,434 @@
+/*
+ * catalog_index.c
+ *		The catalog's key look-ups by direct index scans: a child by its
+ *		parent and name, and a branch's latest versions.
+ *
+ * These run on every version operation: Lance asks for the latest version
+ * before each read and each commit.  An SPI statement costs tens of
+ * thousands of instructions before it reads a row (executor start, plan
+ * revalidation), several times the index descent itself, so these scan the
+ * catalog's unique indexes as PostgreSQL's own catalog code does
+ * (systable_beginscan), under an MVCC snapshot taken as SPI would take it:
+ * the transaction's, with the current command id, so that a look-up sees
+ * what this transaction wrote before it.  Only plain reads are done here;
+ * row locks and writes stay SQL statements in catalog.c.
+ *
+ * The relations, their indexes and the columns' numbers are found by name
+ * once and kept until a relcache invalidation names one of them: an upgrade
+ * that rebuilt a table, or a REINDEX, finds them anew.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "datatype/timestamp.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "catalog_index.h"
+
+/* the columns read here, by name, as the install scripts make them */
+enum
+{
+	OBJ_ID,
+	OBJ_PARENT_ID,
+	OBJ_KIND,
+	OBJ_NAME,
+	OBJ_LOCATION,
+	OBJ_DECLARED,
+	OBJ_NCOLUMNS
+};
+static const char *const object_columns[OBJ_NCOLUMNS] = {"id",	 "parent_id", "kind",
+														 "name", "location",  "declared"};
+
+enum
+{
+	VER_TABLE_ID,
+	VER_BRANCH,
+	VER_VERSION,
+	VER_MANIFEST_PATH,
+	VER_MANIFEST_SIZE,
+	VER_E_TAG,
+	VER_METADATA,
+	VER_CREATED_AT,
+	VER_NCOLUMNS
+};
+static const char *const version_columns[VER_NCOLUMNS] = {
+	"table_id",		 "branch", "version",  "manifest_path",
+	"manifest_size", "e_tag",  "metadata", "created_at"};
+
+static struct
+{
+	bool valid;
+	Oid object;
+	Oid object_by_parent_name; /* UNIQUE (parent_id, name) */
+	Oid version;
+	Oid version_key; /* PRIMARY KEY (table_id, branch, version) */
+	AttrNumber object_attnum[OBJ_NCOLUMNS];
+	AttrNumber version_attnum[VER_NCOLUMNS];
+} rels;
+
+static void
+forget_relations(Datum arg pg_attribute_unused(), Oid relid)
+{
+	if (relid == InvalidOid || relid == rels.object || relid == rels.object_by_parent_name ||
+		relid == rels.version || relid == rels.version_key)
+		rels.valid = false;
+}
+
+static Oid
+find_relation(Oid schema, const char *name)
+{
+	Oid relid = get_relname_relid(name, schema);
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "lance_namespace: relation lance_catalog.%s is missing", name);
+	return relid;
+}
+
+static void
+find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
+{
+	for (int i = 0; i < n; i++)
+	{
+		attnums[i] = get_attnum(relid, names[i]);
+		if (attnums[i] == InvalidAttrNumber)
+			elog(ERROR, "lance_namespace: column %s of %s is missing", names[i],
+				 get_rel_name(relid));
+	}
+}
+
+/* The index must have exactly these key columns, in this order: else scans would be wrong. */
+static void
+check_index_columns(Oid indexid, int n, const AttrNumber *attnums)
+{
+	Relation index = index_open(indexid, AccessShareLock);
+	Form_pg_index form = index->rd_index;
+	bool ok = form->indnkeyatts == n && form->indisvalid;
+
+	for (int i = 0; ok && i < n; i++)
+		ok = form->indkey.values[i] == attnums[i];
+	index_close(index, AccessShareLock);
+	if (!ok)
+		elog(ERROR, "lance_namespace: index %s does not have the columns the catalog expects",
+			 get_rel_name(indexid));
+}
+
+static void
+find_relations(void)
+{
+	static bool callback_registered = false;
+	Oid schema;
+
+	if (rels.valid)
+		return;
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_relations, (Datum)0);
+		callback_registered = true;
+	}
+	schema = get_namespace_oid("lance_catalog", false);
+	rels.object = find_relation(schema, "object");
+	rels.object_by_parent_name = find_relation(schema, "object_parent_id_name_key");
+	rels.version = find_relation(schema, "version");
+	rels.version_key = find_relation(schema, "version_pkey");
+	find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
+	find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
+	check_index_columns(
+		rels.object_by_parent_name, 2,
+		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]});
+	check_index_columns(rels.version_key, 3,
+						(AttrNumber[]){rels.version_attnum[VER_TABLE_ID],
+									   rels.version_attnum[VER_BRANCH],
+									   rels.version_attnum[VER_VERSION]});
+	rels.valid = true;
+}
+
+/*
+ * The snapshot a look-up reads with: what an SPI statement of this
+ * transaction would see now (in READ COMMITTED a new snapshot, in
+ * REPEATABLE READ the transaction's), with the current command id.
+ */
+static Snapshot
+begin_lookup(void)
+{
+	find_relations();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	return GetActiveSnapshot();
+}
+
+static void
+end_lookup(void)
+{
+	PopActiveSnapshot();
+}
+
+static void
+init_int8_key(ScanKey key, AttrNumber attnum, int64 value)
+{
+	ScanKeyInit(key, attnum, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(value));
+}
+
+/* the catalog's names are COLLATE "C" */
+static void
+init_text_key(ScanKey key, AttrNumber attnum, Datum value)
+{
+	ScanKeyEntryInitialize(key, 0, attnum, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+						   F_TEXTEQ, value);
+}
+
+static char *
+copy_string(MemoryContext cxt, const char *s, int len)
+{
+	char *copy = MemoryContextAlloc(cxt, len + 1);
+
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	return copy;
+}
+
+static char *
+text_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum, MemoryContext cxt)
+{
+	bool isnull;
+	Datum d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	if (isnull)
+		return NULL;
+	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
+}
+
+static bool
+find_child(Snapshot snapshot, Relation object, int64 parent_id, Datum name, CatalogChild *child,
+		   MemoryContext cxt)
+{
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple tuple;
+	bool found = false;
+
+	init_int8_key(&keys[0], rels.object_attnum[OBJ_PARENT_ID], parent_id);
+	init_text_key(&keys[1], rels.object_attnum[OBJ_NAME], name);
+	scan = systable_beginscan(object, rels.object_by_parent_name, true, snapshot, 2, keys);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		TupleDesc desc = RelationGetDescr(object);
+		bool isnull;
+		char *kind;
+
+		found = true;
+		child->id = DatumGetInt64(heap_getattr(tuple, rels.object_attnum[OBJ_ID], desc, &isnull));
+		kind =
+			TextDatumGetCString(heap_getattr(tuple, rels.object_attnum[OBJ_KIND], desc, &isnull));
+		child->is_table = strcmp(kind, "table") == 0;
+		pfree(kind);
+		child->location = NULL;
+		child->declared = false;
+		if (child->is_table && cxt != NULL)
+		{
+			Datum declared = heap_getattr(tuple, rels.object_attnum[OBJ_DECLARED], desc, &isnull);
+
+			child->location = text_column(tuple, desc, rels.object_attnum[OBJ_LOCATION], cxt);
+			child->declared = !isnull && DatumGetBool(declared);
+		}
+	}
+	systable_endscan(scan);
+	return found;
+}
+
+/*
+ * Find the child `name` of `parent_id`: its id and whether it is a table,
+ * and, with `cxt` given, a table's location (allocated there) and declared
+ * state.  False if there is none.
+ */
+bool
+catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child, MemoryContext cxt)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation object = table_open(rels.object, AccessShareLock);
+	bool found = find_child(snapshot, object, parent_id, CStringGetTextDatum(name), child, cxt);
+
+	table_close(object, AccessShareLock);
+	end_lookup();
+	return found;
+}
+
+/*
+ * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
+ * with ns_name NULL, directly under it), with one snapshot for both.
+ * Returns 0 if the namespace is missing (or is a table), 1 if the table is
+ * (or is a namespace), 2 if found.
+ */
+int
+catalog_index_find_table(int64 grandparent_id, const char *ns_name, const char *table_name,
+						 CatalogChild *table, MemoryContext cxt)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation object = table_open(rels.object, AccessShareLock);
+	int64 parent_id = grandparent_id;
+	int found = 2;
+	CatalogChild ns;
+
+	if (ns_name != NULL)
+	{
+		if (!find_child(snapshot, object, grandparent_id, CStringGetTextDatum(ns_name), &ns,
+						NULL) ||
+			ns.is_table)
+			found = 0;
+		parent_id = ns.id;
+	}
+	if (found == 2 &&
+		(!find_child(snapshot, object, parent_id, CStringGetTextDatum(table_name), table, cxt) ||
+		 !table->is_table))
+		found = 1;
+	table_close(object, AccessShareLock);
+	end_lookup();
+	return found;
+}
+
+/*
+ * A jsonb value as jsonb_each_text gives it: a string's own text, any other
+ * value (never null here) as its JSON text.
+ */
+static char *
+scalar_text(JsonbValue *v, MemoryContext cxt)
+{
+	switch (v->type)
+	{
+		case jbvString:
+			return copy_string(cxt, v->val.string.val, v->val.string.len);
+		default:
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+			Jsonb *value = JsonbValueToJsonb(v);
+			char *text = JsonbToCString(NULL, &value->root, VARSIZE(value));
+
+			MemoryContextSwitchTo(old);
+			return text;
+		}
+	}
+}
+
+/*
+ * A jsonb object of metadata as an LnMap, in the object's key order
+ * (jsonb_each_text's); a null value is left out, as catalog.c's result_map
+ * leaves it out.
+ */
+static LnMap
+metadata_map(Jsonb *metadata, MemoryContext cxt)
+{
+	LnMap map;
+	int n = JB_ROOT_COUNT(metadata);
+	JsonbIterator *it;
+	JsonbValue v;
+	JsonbIteratorToken token;
+
+	map.len = 0;
+	map.keys = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
+	map.values = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
+	if (!JB_ROOT_IS_OBJECT(metadata) || n == 0)
+		return map;
+	it = JsonbIteratorInit(&metadata->root);
+	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (token == WJB_KEY && map.len < n)
+			map.keys[map.len] = copy_string(cxt, v.val.string.val, v.val.string.len);
+		else if (token == WJB_VALUE && map.len < n && v.type != jbvNull)
+			map.values[map.len++] = scalar_text(&v, cxt);
+	}
+	return map;
+}
+
+/*
+ * A timestamptz as milliseconds since the Unix epoch, rounded half away
+ * from zero, as (extract(epoch FROM t) * 1000)::bigint rounds it.
+ */
+static int64
+unix_millis(TimestampTz t)
+{
+	int64 us = t + (int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+
+	return us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
+}
+
+static void
+read_version(HeapTuple tuple, TupleDesc desc, LnTableVersion *v, MemoryContext cxt)
+{
+	const AttrNumber *a = rels.version_attnum;
+	bool isnull;
+	Datum d;
+
+	v->version = DatumGetInt64(heap_getattr(tuple, a[VER_VERSION], desc, &isnull));
+	v->manifest_path = text_column(tuple, desc, a[VER_MANIFEST_PATH], cxt);
+	d = heap_getattr(tuple, a[VER_MANIFEST_SIZE], desc, &isnull);
+	v->has_manifest_size = !isnull;
+	v->manifest_size = isnull ? 0 : DatumGetInt64(d);
+	v->e_tag = text_column(tuple, desc, a[VER_E_TAG], cxt);
+	v->timestamp_millis =
+		unix_millis(DatumGetTimestampTz(heap_getattr(tuple, a[VER_CREATED_AT], desc, &isnull)));
+	d = heap_getattr(tuple, a[VER_METADATA], desc, &isnull);
+	if (isnull)
+	{
+		v->metadata.len = 0;
+		v->metadata.keys = v->metadata.values = NULL;
+	}
+	else
+		v->metadata = metadata_map(DatumGetJsonbP(d), cxt);
+}
+
+/*
+ * The latest versions of table `table_id`'s main branch, newest first, at
+ * most `limit` (at least 1): their number, and them in *versions, allocated
+ * in `cxt` with room for one more.  A backward scan of the primary key
+ * reads only the rows it returns.
+ */
+int
+catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versions,
+							  MemoryContext cxt)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation version = table_open(rels.version, AccessShareLock);
+	Relation key = index_open(rels.version_key, AccessShareLock);
+	TupleDesc desc = RelationGetDescr(version);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple tuple;
+	int n = 0;
+	int room = Min(limit, 64);
+
+	*versions = MemoryContextAllocZero(cxt, sizeof(LnTableVersion) * (room + 1));
+	init_int8_key(&keys[0], rels.version_attnum[VER_TABLE_ID], table_id);
+	init_text_key(&keys[1], rels.version_attnum[VER_BRANCH], CStringGetTextDatum(""));
+	scan = systable_beginscan_ordered(version, key, snapshot, 2, keys);
+	while (n < limit &&
+		   HeapTupleIsValid(tuple = systable_getnext_ordered(scan, BackwardScanDirection)))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (n == room)
+		{
+			room = Min(limit, room * 2);
+			*versions = repalloc(*versions, sizeof(LnTableVersion) * (room + 1));
+			memset(&(*versions)[n], 0, sizeof(LnTableVersion) * (room + 1 - n));
+		}
+		read_version(tuple, desc, &(*versions)[n++], cxt);
+	}
+	systable_endscan_ordered(scan);
+	index_close(key, AccessShareLock);
+	table_close(version, AccessShareLock);
+	end_lookup();
+	return n;
+}

@@ -1,0 +1,27 @@
+/*
+ * catalog_index.h
+ *		The catalog's key look-ups by direct index scans (catalog.c's
+ *		helpers for the hot paths).
+ */
+#ifndef LN_CATALOG_INDEX_H
+#define LN_CATALOG_INDEX_H
+
+#include "lance_namespace.h"
+
+/* a namespace's or table's row as a look-up by key reads it */
+typedef struct CatalogChild
+{
+	int64 id;
+	bool is_table;
+	char *location; /* tables only, when asked for */
+	bool declared;	/* tables only, when asked for */
+} CatalogChild;
+
+extern bool catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
+									 MemoryContext cxt);
+extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
+									const char *table_name, CatalogChild *table, MemoryContext cxt);
+extern int catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versions,
+										 MemoryContext cxt);
+
+#endif
