@@ -545,9 +545,92 @@ storage_lock_final_name(const char *path)
 }
 
 /*
- * Materialize a checked manifest at its final name.  The caller holds the
- * version's key in the catalog, so a final manifest already there is an
- * orphan of a writer that crashed or rolled back, and is replaced.
+ * Give the file open at `fd` the name `leaf` in the folder open at `dirfd`:
+ * a hard link to that very file, through /proc/self/fd (linkat with
+ * AT_EMPTY_PATH would need a capability the server does not have), never
+ * to what a name points at by then.  False with errno on failure.
+ */
+static bool
+link_open_file(int fd, int dirfd, const char *leaf)
+{
+	char proc_path[64];
+
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc_path, dirfd, leaf, AT_SYMLINK_FOLLOW) == 0;
+}
+
+/*
+ * Make the staging manifest the final one without copying it: flush the
+ * staging file (Lance does not), then link that file, as it was checked, to
+ * the final name, replacing an orphan through `temp_leaf`.  The final name
+ * shares the staging file's data, which nothing writes again: Lance writes
+ * a staging manifest once, and its name is removed when the version
+ * commits.  False if this file system or this server cannot link so (no
+ * /proc, a file it may not link, a file system without hard links): the
+ * caller copies instead.
+ */
+static bool
+link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_leaf,
+					  const char *temp_leaf)
+{
+	/* O_NONBLOCK: a fifo put in the staging file's place must not hang the server */
+	int in = fs_open_at(dirfd, strrchr(copy->staging_file, '/') + 1,
+						O_RDONLY | O_NONBLOCK | PG_BINARY, 0);
+	struct stat st;
+	bool linked;
+
+	if (in < 0)
+		storage_io_error("open staging manifest", copy->staging_file, errno);
+	if (fstat(in, &st) != 0)
+		storage_io_error("stat", copy->staging_file, errno);
+	if (!S_ISREG(st.st_mode))
+		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file",
+				 copy->staging_file);
+	if ((int64)st.st_size != copy->size)
+		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was checked",
+				 copy->staging_file);
+	if (pg_fsync(in) != 0)
+		storage_io_error("flush", copy->staging_file, errno);
+
+	/* linkat() creates the final name only if it is free; renameat() replaces an orphan */
+	linked = link_open_file(in, dirfd, final_leaf);
+	if (!linked && errno == EEXIST && link_open_file(in, dirfd, temp_leaf))
+	{
+		if (renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+			storage_io_error("create manifest", copy->final_file, errno);
+		linked = true;
+	}
+	if (!linked && errno != ENOENT && errno != EPERM && errno != EXDEV && errno != EMLINK &&
+		errno != EOPNOTSUPP)
+		storage_io_error("create manifest", copy->final_file, errno);
+	fs_close(in);
+	return linked;
+}
+
+/* Copy the staging manifest to the final name, through a flushed file at `temp_leaf`. */
+static void
+copy_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_leaf,
+					  const char *temp_leaf, const char *temp)
+{
+	int64 copied = copy_file_flushed(dirfd, strrchr(copy->staging_file, '/') + 1, temp_leaf,
+									 copy->staging_file, temp);
+
+	if (copied != copy->size)
+		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was copied",
+				 copy->staging_file);
+	if (linkat(dirfd, temp_leaf, dirfd, final_leaf, 0) != 0)
+	{
+		if (errno != EEXIST || renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+			storage_io_error("create manifest", copy->final_file, errno);
+	}
+}
+
+/*
+ * Materialize a checked manifest at its final name, durably: the file's
+ * data and the folder's new name are flushed before the version's row can
+ * commit.  The caller holds the version's key in the catalog, so a final
+ * manifest already there is an orphan of a writer that crashed or rolled
+ * back, and is replaced.
  */
 void
 local_materialize_manifest(const ManifestCopy *copy)
@@ -557,7 +640,6 @@ local_materialize_manifest(const ManifestCopy *copy)
 	char *temp_leaf;
 	char *temp;
 	int dirfd;
-	int64 copied;
 
 	if (copy->already_final)
 		return;
@@ -570,17 +652,8 @@ local_materialize_manifest(const ManifestCopy *copy)
 
 	PG_TRY();
 	{
-		copied = copy_file_flushed(dirfd, strrchr(copy->staging_file, '/') + 1, temp_leaf,
-								   copy->staging_file, temp);
-		if (copied != copy->size)
-			ln_error(LN_CONCURRENT_MODIFICATION,
-					 "staging manifest \"%s\" changed while it was copied", copy->staging_file);
-		/* linkat() creates the final name only if it is free; renameat() replaces an orphan */
-		if (linkat(dirfd, temp_leaf, dirfd, final_leaf, 0) != 0)
-		{
-			if (errno != EEXIST || renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
-				storage_io_error("create manifest", copy->final_file, errno);
-		}
+		if (!link_staging_manifest(dirfd, copy, final_leaf, temp_leaf))
+			copy_staging_manifest(dirfd, copy, final_leaf, temp_leaf, temp);
 		/* the staging file has served once the version commits */
 		storage_undo_created(root, dirfd, copy->final_file, copy->staging_file);
 	}
