@@ -74,6 +74,8 @@ TMP_DIR=""
 PGDATA_DIR=""
 GATEWAY_PREFIX=""
 S3_GATEWAY_PREFIX=""
+CEILING_PREFIX=""
+CEILING_PORT=""
 S3_SERVER_PORT=""
 RES=""
 
@@ -85,6 +87,9 @@ cleanup() {
 	fi
 	if [[ -n "$S3_GATEWAY_PREFIX" ]]; then
 		stop_gateway "$S3_GATEWAY_PREFIX" || say "warning: could not stop the S3 gateway"
+	fi
+	if [[ -n "$CEILING_PREFIX" ]]; then
+		stop_gateway "$CEILING_PREFIX" || say "warning: could not stop the nginx of benchmark 5c"
 	fi
 	if [[ -n "$S3_SERVER_PORT" ]]; then
 		pkill -f "s3server.mjs $S3_SERVER_PORT " 2>/dev/null || true
@@ -212,14 +217,14 @@ checkpoint() { psql_db -d postgres -c CHECKPOINT; }
 # rotating order, and records each variant's median throughput (and median
 # p50/p99 latency in ms when asked for with V_LAT).
 # ---------------------------------------------------------------------------
-declare -A V_KIND V_DB V_SCRIPT V_ARGS V_LAT V_OPTIONS MED_TPS MED_P50 MED_P99
+declare -A V_KIND V_DB V_SCRIPT V_ARGS V_LAT V_OPTIONS V_PORT MED_TPS MED_P50 MED_P99
 
 pgbench_variant() { # label db script [extra pgbench args [server options (PGOPTIONS)]]
 	V_KIND[$1]=pgbench V_DB[$1]=$2 V_SCRIPT[$1]=$3 V_ARGS[$1]="${4:-}" V_OPTIONS[$1]="${5:-}"
 	V_LAT[$1]=0
 }
-wrk_variant() { # label script
-	V_KIND[$1]=wrk V_SCRIPT[$1]=$2 V_LAT[$1]=1
+wrk_variant() { # label script [port, default the gateway's]
+	V_KIND[$1]=wrk V_SCRIPT[$1]=$2 V_LAT[$1]=1 V_PORT[$1]="${3:-}"
 }
 
 # Percentiles (ms) of the per-transaction latencies (us, 3rd field) of pgbench -l logs.
@@ -250,7 +255,7 @@ run_variant() {
 		# fresh version numbers per run for create_version.lua: base + thread * 1e9 + n
 		local base=$(((10#$(date +%s) % 1000000 + 1000) * 10000000000))
 		out="$(wrk -t "$CLIENTS" -c "$CLIENTS" -d "${secs}s" --latency \
-			-s "$BENCH_DIR/wrk/${V_SCRIPT[$label]}.lua" "http://127.0.0.1:$GATEWAY_PORT" \
+			-s "$BENCH_DIR/wrk/${V_SCRIPT[$label]}.lua" "http://127.0.0.1:${V_PORT[$label]:-$GATEWAY_PORT}" \
 			-- "$base" 2>&1)" || rc=$?
 		raw "== $label (wrk)" "$out"
 		if ((rc != 0)) || grep -qE 'Non-2xx|Socket errors' <<<"$out" ||
@@ -503,9 +508,30 @@ bench_scale() {
 	psql_db -d postgres -c "DROP DATABASE scale_small" -c "DROP DATABASE scale_large"
 }
 
+# start_ceiling: nginx and its Lua module as the gateway runs them, answering
+# without the database (bench/nginx/ceiling.conf.in), on CEILING_PORT.
+start_ceiling() {
+	local i
+	CEILING_PORT="$(find_free_port $((GATEWAY_PORT + 2)))"
+	CEILING_PREFIX="$TMP_DIR/ceiling"
+	make_postgres_dir "$CEILING_PREFIX" 755
+	make_postgres_dir "$CEILING_PREFIX/tmp" 700
+	sed -e "s|@PREFIX@|$CEILING_PREFIX|g" -e "s|@PORT@|$CEILING_PORT|g" \
+		"$BENCH_DIR/nginx/ceiling.conf.in" | as_postgres tee "$CEILING_PREFIX/nginx.conf" >/dev/null
+	as_postgres nginx -q -p "$CEILING_PREFIX" -c "$CEILING_PREFIX/nginx.conf" \
+		-e "$CEILING_PREFIX/error.log" || die "the nginx of benchmark 5c did not start"
+	for ((i = 0; i < 50; i++)); do
+		port_in_use "$CEILING_PORT" && return 0
+		sleep 0.1
+	done
+	die "the nginx of benchmark 5c does not listen on $CEILING_PORT"
+}
+
 bench_gateway() {
 	say "(5) the gateway against direct SQL"
 	checkpoint
+	start_ceiling
+	wrk_variant http_ceiling describe_table "$CEILING_PORT"
 	wrk_variant http_describe describe_table
 	wrk_variant http_create create_version
 	pgbench_variant sql_describe "$DB" sql_describe_table
@@ -513,7 +539,7 @@ bench_gateway() {
 	pgbench_variant rest_describe "$DB" rest_describe_table
 	pgbench_variant rest_create "$DB" rest_create_version
 	V_LAT[sql_describe]=1 V_LAT[sql_create]=1 V_LAT[rest_describe]=1 V_LAT[rest_create]=1
-	measure http_describe sql_describe rest_describe
+	measure http_describe sql_describe rest_describe http_ceiling
 	measure http_create sql_create rest_create
 	local l n op min r
 	for l in describe create; do
@@ -528,6 +554,12 @@ bench_gateway() {
 			"$(fmt_lat "${MED_TPS[sql_$l]}" "${MED_P50[sql_$l]}" "${MED_P99[sql_$l]}" "tps")" \
 			"$(ratio_of "${MED_TPS[rest_$l]}" "${MED_TPS[sql_$l]}")" "— (overhead)" "—"
 	done
+	row 5c "the HTTP hop's ceiling: nginx + Lua answering without the database (bench/nginx) vs DescribeTable over HTTP" \
+		"$(fmt_lat "${MED_TPS[http_ceiling]}" "${MED_P50[http_ceiling]}" "${MED_P99[http_ceiling]}" "req/s")" \
+		"$(fmt_lat "${MED_TPS[http_describe]}" "${MED_P50[http_describe]}" "${MED_P99[http_describe]}" "req/s")" \
+		"$(ratio_of "${MED_TPS[http_ceiling]}" "${MED_TPS[http_describe]}")" "— (info)" "—"
+	stop_gateway "$CEILING_PREFIX"
+	CEILING_PREFIX=""
 }
 
 bench_client() {
