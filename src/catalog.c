@@ -77,7 +77,6 @@ typedef enum CatalogStatement
 	STMT_SET_STORAGE,
 	STMT_REMOVE_STORAGE,
 	STMT_LIST_STORAGE,
-	STMT_FIND_STORAGE,
 	STMT_FOLDERS_SHARED_BELOW,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
@@ -452,15 +451,6 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 1,
 		 {TEXTOID}},
 	/* the longest prefix of folder key $1 that has a setting, with its options */
-	[STMT_FIND_STORAGE] =
-		{"SELECT s.location, o.key, o.value"
-		 "  FROM (SELECT location, options FROM lance_catalog.storage"
-		 "         WHERE location = $1 OR pg_catalog.starts_with($1, location || '/')"
-		 "         ORDER BY pg_catalog.length(location) DESC LIMIT 1) s"
-		 "  LEFT JOIN LATERAL pg_catalog.jsonb_each_text(s.options) o ON true"
-		 " ORDER BY o.key COLLATE \"C\"",
-		 1,
-		 {TEXTOID}},
 };
 
 static SPIPlanPtr plans[NUM_CATALOG_STATEMENTS];
@@ -1638,16 +1628,8 @@ catalog_list_storage(char ***locations, LnMap **options)
 bool
 catalog_find_storage(const char *folder, char **prefix, LnMap *options)
 {
-	Datum values[1] = {CStringGetTextDatum(folder)};
-	char **locations;
-	LnMap *maps;
-
-	execute(STMT_FIND_STORAGE, values, NULL, 0);
-	if (gather_settings(&locations, &maps) == 0)
-		return false;
-	*prefix = locations[0];
-	*options = maps[0];
-	return true;
+	check_schema_version();
+	return catalog_index_find_storage(folder, prefix, options, result_cxt);
 }
 
 /*

@@ -69,6 +69,14 @@ static const char *const version_columns[VER_NCOLUMNS] = {
 	"table_id",		 "branch", "version",  "manifest_path",
 	"manifest_size", "e_tag",  "metadata", "created_at"};
 
+enum
+{
+	STO_LOCATION,
+	STO_OPTIONS,
+	STO_NCOLUMNS
+};
+static const char *const storage_columns[STO_NCOLUMNS] = {"location", "options"};
+
 static struct
 {
 	bool valid;
@@ -76,15 +84,19 @@ static struct
 	Oid object_by_parent_name; /* UNIQUE (parent_id, name) */
 	Oid version;
 	Oid version_key; /* PRIMARY KEY (table_id, branch, version) */
+	Oid storage;
+	Oid storage_key; /* PRIMARY KEY (location) */
 	AttrNumber object_attnum[OBJ_NCOLUMNS];
 	AttrNumber version_attnum[VER_NCOLUMNS];
+	AttrNumber storage_attnum[STO_NCOLUMNS];
 } rels;
 
 static void
 forget_relations(Datum arg pg_attribute_unused(), Oid relid)
 {
 	if (relid == InvalidOid || relid == rels.object || relid == rels.object_by_parent_name ||
-		relid == rels.version || relid == rels.version_key)
+		relid == rels.version || relid == rels.version_key || relid == rels.storage ||
+		relid == rels.storage_key)
 		rels.valid = false;
 }
 
@@ -144,8 +156,11 @@ find_relations(void)
 	rels.object_by_parent_name = find_relation(schema, "object_parent_id_name_key");
 	rels.version = find_relation(schema, "version");
 	rels.version_key = find_relation(schema, "version_pkey");
+	rels.storage = find_relation(schema, "storage");
+	rels.storage_key = find_relation(schema, "storage_pkey");
 	find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
 	find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
+	find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
 	check_index_columns(
 		rels.object_by_parent_name, 2,
 		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]});
@@ -153,6 +168,7 @@ find_relations(void)
 						(AttrNumber[]){rels.version_attnum[VER_TABLE_ID],
 									   rels.version_attnum[VER_BRANCH],
 									   rels.version_attnum[VER_VERSION]});
+	check_index_columns(rels.storage_key, 1, (AttrNumber[]){rels.storage_attnum[STO_LOCATION]});
 	rels.valid = true;
 }
 
@@ -324,12 +340,12 @@ scalar_text(JsonbValue *v, MemoryContext cxt)
 }
 
 /*
- * A jsonb object of metadata as an LnMap, in the object's key order
- * (jsonb_each_text's); a null value is left out, as catalog.c's result_map
- * leaves it out.
+ * A jsonb object (a version's metadata, a setting's options) as an LnMap,
+ * in the object's key order (jsonb_each_text's); a null value is left out,
+ * as catalog.c's result_map leaves it out.
  */
 static LnMap
-metadata_map(Jsonb *metadata, MemoryContext cxt)
+jsonb_map(Jsonb *metadata, MemoryContext cxt)
 {
 	LnMap map;
 	int n = JB_ROOT_COUNT(metadata);
@@ -387,7 +403,7 @@ read_version(HeapTuple tuple, TupleDesc desc, LnTableVersion *v, MemoryContext c
 		v->metadata.keys = v->metadata.values = NULL;
 	}
 	else
-		v->metadata = metadata_map(DatumGetJsonbP(d), cxt);
+		v->metadata = jsonb_map(DatumGetJsonbP(d), cxt);
 }
 
 /*
@@ -431,4 +447,86 @@ catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versio
 	table_close(version, AccessShareLock);
 	end_lookup();
 	return n;
+}
+
+static int
+compare_keys(const void *a, const void *b)
+{
+	return strcmp(((const char *const *)a)[0], ((const char *const *)b)[0]);
+}
+
+/* A map's pairs in byte order of their keys, as ORDER BY key COLLATE "C" gives them. */
+static void
+sort_map(LnMap *map, MemoryContext cxt)
+{
+	char **pairs = MemoryContextAlloc(cxt, sizeof(char *) * 2 * (map->len + 1));
+
+	for (int i = 0; i < map->len; i++)
+	{
+		pairs[2 * i] = map->keys[i];
+		pairs[2 * i + 1] = map->values[i];
+	}
+	qsort(pairs, map->len, sizeof(char *) * 2, compare_keys);
+	for (int i = 0; i < map->len; i++)
+	{
+		map->keys[i] = pairs[2 * i];
+		map->values[i] = pairs[2 * i + 1];
+	}
+	pfree(pairs);
+}
+
+/*
+ * The storage setting that covers folder key `folder`: the one whose
+ * location is the folder or, failing that, the longest folder above it (a
+ * prefix that ends where the folder has a '/').  Its location and its
+ * options (by name, in byte order) are allocated in `cxt`.  False if no
+ * setting covers the folder.  One primary key probe per candidate, longest
+ * first: a folder has as many as it has slashes.
+ */
+bool
+catalog_index_find_storage(const char *folder, char **location, LnMap *options, MemoryContext cxt)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation storage = table_open(rels.storage, AccessShareLock);
+	TupleDesc desc = RelationGetDescr(storage);
+	size_t len = strlen(folder);
+	bool found = false;
+
+	while (!found && len > 0)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple tuple;
+
+		CHECK_FOR_INTERRUPTS();
+		init_text_key(&key, rels.storage_attnum[STO_LOCATION],
+					  PointerGetDatum(cstring_to_text_with_len(folder, len)));
+		scan = systable_beginscan(storage, rels.storage_key, true, snapshot, 1, &key);
+		tuple = systable_getnext(scan);
+		if (HeapTupleIsValid(tuple))
+		{
+			bool isnull;
+			Datum d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS], desc, &isnull);
+
+			found = true;
+			*location = text_column(tuple, desc, rels.storage_attnum[STO_LOCATION], cxt);
+			if (isnull)
+			{
+				options->len = 0;
+				options->keys = options->values = NULL;
+			}
+			else
+			{
+				*options = jsonb_map(DatumGetJsonbP(d), cxt);
+				sort_map(options, cxt);
+			}
+		}
+		systable_endscan(scan);
+		/* the next candidate: the folder above, cut at the last '/' before len */
+		while (!found && len > 0 && folder[--len] != '/')
+			;
+	}
+	table_close(storage, AccessShareLock);
+	end_lookup();
+	return found;
 }
