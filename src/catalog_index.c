@@ -481,7 +481,7 @@ sort_map(LnMap *map, MemoryContext cxt)
  * prefix that ends where the folder has a '/').  Its location and its
  * options (by name, in byte order) are allocated in `cxt`.  False if no
  * setting covers the folder.  One primary key probe per candidate, longest
- * first: a folder has as many as it has slashes.
+ * first: a folder has as many as it has slashes after its scheme's.
  */
 bool
 catalog_index_find_storage(const char *folder, char **location, LnMap *options, MemoryContext cxt)
@@ -490,9 +490,12 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 	Relation storage = table_open(rels.storage, AccessShareLock);
 	TupleDesc desc = RelationGetDescr(storage);
 	size_t len = strlen(folder);
+	const char *scheme_end = strstr(folder, "://");
+	/* nothing shorter than "scheme://" and a bucket's first letter is a setting */
+	size_t shortest = scheme_end != NULL ? (size_t)(scheme_end - folder) + 4 : 1;
 	bool found = false;
 
-	while (!found && len > 0)
+	while (!found && len >= shortest)
 	{
 		ScanKeyData key;
 		SysScanDesc scan;
