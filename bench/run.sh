@@ -737,11 +737,13 @@ profile_counts() {
 	fi
 	callgrind_annotate --inclusive=yes --threshold=100 "$out" >"$ann" 2>/dev/null || return 1
 	echo "$(incl "$ann" "$op")" \
-		"$(incl "$ann" JsonbToCString)" \
-		"$(incl "$ann" json_tokener_parse_verbose json_tokener_parse)" \
+		"$(incl "$ann" json_tree_from_jsonb)" \
+		"$(incl "$ann" json_tokener_parse_ex)" \
 		"$(incl "$ann" json_decode_request json_decode_http_request json_decode_headers)" \
-		"$(incl "$ann" jsonb_in)" \
+		"$(incl "$ann" json_tree_to_jsonb jsonb_in json_object_to_json_string_ext)" \
 		"$(incl "$ann" json_encode_response json_encode_response_text)" \
+		"$(incl "$ann" catalog_index_find_child catalog_index_find_table \
+			catalog_index_latest_versions catalog_index_find_storage)" \
 		"$(incl "$ann" SPI_execute_plan SPI_prepare_cursor SPI_keepplan SPI_connect SPI_finish)" \
 		"$(incl "$ann" changes_record)" \
 		"$(incl "$ann" catalog_insert_change)"
@@ -751,18 +753,18 @@ profile_counts() {
 # 1 + <calls> calls and a run of 1 call, so that the first call's one-time
 # costs (preparing plans, loading caches) are left out.
 profile_op() {
-	local op="$1" n="$2" a b total jtext jparse dec jin enc spi chg ins json other
+	local op="$1" n="$2" a b total jtree jparse dec jout enc idx spi chg ins json other
 	if ! a="$(profile_counts "$op" 1 1)" || ! b="$(profile_counts "$op" 1 $((n + 1)))"; then
 		PROFILE_LINES+=("| $op | callgrind run failed |")
 		return 0
 	fi
-	read -r total jtext jparse dec jin enc spi chg ins < <(
+	read -r total jtree jparse dec jout enc idx spi chg ins < <(
 		paste <(tr ' ' '\n' <<<"$b") <(tr ' ' '\n' <<<"$a") | awk '{ printf "%.0f ", $1 - $2 } END { print "" }')
 	# the commit log writes through SPI too: count that under the commit log
 	spi=$((spi - ins))
 	json=$((dec + enc))
-	other=$((total - json - spi - chg))
-	PROFILE_LINES+=("| $op | $(per_call "$total" "$n") | $(pct "$jtext" "$total") | $(pct "$jparse" "$total") | $(pct $((dec - jtext - jparse)) "$total") | $(pct $((enc - jin)) "$total") | $(pct "$jin" "$total") | **$(pct "$json" "$total")** | $(pct "$spi" "$total") | $(pct "$chg" "$total") | $(pct "$other" "$total") |")
+	other=$((total - json - idx - spi - chg))
+	PROFILE_LINES+=("| $op | $(per_call "$total" "$n") | $(pct "$jtree" "$total") | $(pct "$jparse" "$total") | $(pct $((dec - jtree - jparse)) "$total") | $(pct $((enc - jout)) "$total") | $(pct "$jout" "$total") | **$(pct "$json" "$total")** | $(pct "$idx" "$total") | $(pct "$spi" "$total") | $(pct "$chg" "$total") | $(pct "$other" "$total") |")
 }
 
 run_profile() {
@@ -787,8 +789,8 @@ run_profile() {
 	GATEWAY_PREFIX=""
 	stop_cluster "$PGDATA_DIR"
 	PROFILE_LINES+=("" "Instructions per call inside the function (callgrind; one call per statement, 200 calls, batches 20 calls of 100 entries; first call left out), and where they go:" ""
-		"| function | instructions per call | jsonb→text | text→json-c | json-c→C structs | C→json-c→text | text→jsonb | JSON edge total | catalog SQL (SPI) | commit log | rest |"
-		"|---|---|---|---|---|---|---|---|---|---|---|")
+		"| function | instructions per call | jsonb→json-c | JSON text→json-c (REST body) | json-c→C structs | C→json-c | json-c→jsonb or text | JSON edge total | catalog index scans | catalog SQL (SPI) | commit log | rest |"
+		"|---|---|---|---|---|---|---|---|---|---|---|---|")
 	local op
 	for op in lance_describe_table_version lance_list_table_versions lance_describe_table \
 		lance_list_tables lance_create_table_version lance_rest; do
