@@ -63,6 +63,32 @@ SELECT t AS table, d -> 'managed_versioning' AS managed, d -> 'storage_options' 
 SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": false}') -> 'storage_options' AS none;
 SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": true}') -> 'storage_options' ->> 'aws_session_token' AS vended;
 
+-- Settings are read once per transaction and kept in its memory: a change
+-- made in the transaction is seen at once, and a savepoint rolled back takes
+-- its change along.
+BEGIN;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS before;
+SELECT lance_set_storage('{"location": "s3://lake/cat/deep", "options": {"aws_endpoint": "http://127.0.0.1:3", "allow_http": true, "aws_access_key_id": "AK2", "aws_secret_access_key": "SECRET-2"}}') ->> 'location' AS set;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS changed;
+SAVEPOINT s;
+SELECT lance_remove_storage('{"location": "s3://lake/cat/deep"}') ->> 'location' AS removed;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS removed_in_savepoint;
+ROLLBACK TO SAVEPOINT s;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback_to_savepoint;
+ROLLBACK;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback;
+-- With more settings than it keeps in memory (256), the catalog probes for
+-- each folder instead: the same answers.
+SELECT count(*) AS set
+  FROM generate_series(1, 300) i,
+       LATERAL lance_set_storage(jsonb_build_object('location', 's3://many' || i || '/p', 'options', '{}'::jsonb)) s;
+SELECT t AS table, d -> 'managed_versioning' AS managed, d -> 'storage_options' ->> 'aws_endpoint' AS endpoint
+  FROM unnest(ARRAY['a', 'b', 'c', 'd', 'e']) t,
+       LATERAL lance_describe_table(jsonb_build_object('id', ARRAY['st', t])) d ORDER BY t;
+SELECT count(*) AS removed
+  FROM generate_series(1, 300) i,
+       LATERAL lance_remove_storage(jsonb_build_object('location', 's3://many' || i || '/p')) s;
+
 -- DeclareTable under an S3 root: a derived location there, managed, with options
 SET lance_namespace.root = 's3://lake/cat/declared';
 SELECT d ->> 'location' ~ '^s3://lake/cat/declared/st/new_[0-9a-f]{8}\.lance$' AS derived,

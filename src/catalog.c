@@ -1569,6 +1569,7 @@ catalog_set_storage(const char *location, const LnMap *options, Oid set_by)
 					   text_array_datum(options->values, options->len), ObjectIdGetDatum(set_by)};
 
 	execute(STMT_SET_STORAGE, values, NULL, 0);
+	catalog_index_forget_storage();
 }
 
 /* Forget the storage setting of `location`; false if there was none. */
@@ -1578,6 +1579,7 @@ catalog_remove_storage(const char *location)
 	Datum values[1] = {CStringGetTextDatum(location)};
 
 	execute(STMT_REMOVE_STORAGE, values, NULL, 0);
+	catalog_index_forget_storage();
 	return SPI_processed > 0;
 }
 

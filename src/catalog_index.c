@@ -34,6 +34,7 @@
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -476,24 +477,168 @@ sort_map(LnMap *map, MemoryContext cxt)
 }
 
 /*
+ * The storage settings, read once per transaction: a DBA keeps a handful,
+ * and every version operation on an s3:// table asks which one covers it
+ * (a batch asks once per table).  They are kept in the memory of the
+ * (sub)transaction that read them, so that a subtransaction rolled back
+ * takes them along; a change of a setting in this transaction forgets them
+ * (catalog_index_forget_storage).  A catalog with more settings than
+ * MAX_KEPT_SETTINGS probes the primary key per folder instead.
+ */
+#define MAX_KEPT_SETTINGS 256
+
+typedef struct StorageSetting
+{
+	char *location;
+	size_t len;
+	LnMap options;
+} StorageSetting;
+
+static struct
+{
+	bool loaded;
+	bool too_many;
+	int n;
+	StorageSetting *settings;
+} kept;
+
+static void
+forget_kept_settings(void *arg pg_attribute_unused())
+{
+	memset(&kept, 0, sizeof(kept));
+}
+
+void
+catalog_index_forget_storage(void)
+{
+	forget_kept_settings(NULL);
+}
+
+/* A setting's row: its location and options (by name, in byte order), in `cxt`. */
+static void
+read_setting(HeapTuple tuple, TupleDesc desc, char **location, LnMap *options, MemoryContext cxt)
+{
+	bool isnull;
+	Datum d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS], desc, &isnull);
+
+	*location = text_column(tuple, desc, rels.storage_attnum[STO_LOCATION], cxt);
+	if (isnull)
+	{
+		options->len = 0;
+		options->keys = options->values = NULL;
+		return;
+	}
+	*options = jsonb_map(DatumGetJsonbP(d), cxt);
+	sort_map(options, cxt);
+}
+
+static void
+keep_settings(Snapshot snapshot, Relation storage)
+{
+	MemoryContext cxt = CurTransactionContext;
+	MemoryContextCallback *callback = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+	SysScanDesc scan = systable_beginscan(storage, InvalidOid, false, snapshot, 0, NULL);
+	HeapTuple tuple;
+	int room = 8;
+
+	kept.settings = MemoryContextAlloc(cxt, sizeof(StorageSetting) * room);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		StorageSetting *setting;
+
+		CHECK_FOR_INTERRUPTS();
+		if (kept.n == MAX_KEPT_SETTINGS)
+		{
+			kept.too_many = true;
+			break;
+		}
+		if (kept.n == room)
+		{
+			room *= 2;
+			kept.settings = repalloc(kept.settings, sizeof(StorageSetting) * room);
+		}
+		setting = &kept.settings[kept.n++];
+		read_setting(tuple, RelationGetDescr(storage), &setting->location, &setting->options, cxt);
+		setting->len = strlen(setting->location);
+	}
+	systable_endscan(scan);
+	callback->func = forget_kept_settings;
+	callback->arg = NULL;
+	MemoryContextRegisterResetCallback(cxt, callback);
+	kept.loaded = true;
+}
+
+/* A copy in `cxt` of a kept map. */
+static LnMap
+copy_map(const LnMap *map, MemoryContext cxt)
+{
+	LnMap copy;
+
+	copy.len = map->len;
+	copy.keys = MemoryContextAlloc(cxt, sizeof(char *) * (map->len + 1));
+	copy.values = MemoryContextAlloc(cxt, sizeof(char *) * (map->len + 1));
+	for (int i = 0; i < map->len; i++)
+	{
+		copy.keys[i] = MemoryContextStrdup(cxt, map->keys[i]);
+		copy.values[i] = MemoryContextStrdup(cxt, map->values[i]);
+	}
+	return copy;
+}
+
+/* The kept setting whose location is `folder` or the longest folder above it, or NULL. */
+static const StorageSetting *
+find_kept_setting(const char *folder)
+{
+	size_t len = strlen(folder);
+	const StorageSetting *best = NULL;
+
+	for (int i = 0; i < kept.n; i++)
+	{
+		const StorageSetting *s = &kept.settings[i];
+
+		if (s->len <= len && memcmp(folder, s->location, s->len) == 0 &&
+			(folder[s->len] == '\0' || folder[s->len] == '/') &&
+			(best == NULL || s->len > best->len))
+			best = s;
+	}
+	return best;
+}
+
+/*
  * The storage setting that covers folder key `folder`: the one whose
  * location is the folder or, failing that, the longest folder above it (a
  * prefix that ends where the folder has a '/').  Its location and its
  * options (by name, in byte order) are allocated in `cxt`.  False if no
- * setting covers the folder.  One primary key probe per candidate, longest
- * first: a folder has as many as it has slashes after its scheme's.
+ * setting covers the folder.  From the kept settings, or, with too many to
+ * keep, by one primary key probe per candidate, longest first: a folder has
+ * as many as it has slashes after its scheme's.
  */
 bool
 catalog_index_find_storage(const char *folder, char **location, LnMap *options, MemoryContext cxt)
 {
 	Snapshot snapshot = begin_lookup();
 	Relation storage = table_open(rels.storage, AccessShareLock);
-	TupleDesc desc = RelationGetDescr(storage);
 	size_t len = strlen(folder);
 	const char *scheme_end = strstr(folder, "://");
 	/* nothing shorter than "scheme://" and a bucket's first letter is a setting */
 	size_t shortest = scheme_end != NULL ? (size_t)(scheme_end - folder) + 4 : 1;
 	bool found = false;
+
+	if (!kept.loaded)
+		keep_settings(snapshot, storage);
+	if (!kept.too_many)
+	{
+		const StorageSetting *setting = find_kept_setting(folder);
+
+		if (setting != NULL)
+		{
+			*location = MemoryContextStrdup(cxt, setting->location);
+			*options = copy_map(&setting->options, cxt);
+		}
+		table_close(storage, AccessShareLock);
+		end_lookup();
+		return setting != NULL;
+	}
 
 	while (!found && len >= shortest)
 	{
@@ -508,21 +653,8 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		tuple = systable_getnext(scan);
 		if (HeapTupleIsValid(tuple))
 		{
-			bool isnull;
-			Datum d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS], desc, &isnull);
-
 			found = true;
-			*location = text_column(tuple, desc, rels.storage_attnum[STO_LOCATION], cxt);
-			if (isnull)
-			{
-				options->len = 0;
-				options->keys = options->values = NULL;
-			}
-			else
-			{
-				*options = jsonb_map(DatumGetJsonbP(d), cxt);
-				sort_map(options, cxt);
-			}
+			read_setting(tuple, RelationGetDescr(storage), location, options, cxt);
 		}
 		systable_endscan(scan);
 		/* the next candidate: the folder above, cut at the last '/' before len */

@@ -23,6 +23,7 @@ extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
 									const char *table_name, CatalogChild *table, MemoryContext cxt);
 extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,
 									   MemoryContext cxt);
+extern void catalog_index_forget_storage(void);
 extern int catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versions,
 										 MemoryContext cxt);
 
