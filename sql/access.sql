@@ -285,6 +285,20 @@ SELECT :'writer_key' ~ '^lnk_' AS made;
 SELECT lance_create_api_key('postgres');
 SELECT count(*) AS keys FROM lance_list_api_keys();
 RESET ROLE;
+-- a key's id with another secret, and the key of a role dropped since: refused
+CREATE ROLE regress_ln_gone;
+SELECT lance_create_api_key('regress_ln_gone') AS gone_key \gset
+DROP ROLE regress_ln_gone;
+SET ROLE regress_ln_gateway;
+SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+       jsonb_build_object('x-api-key', left(:'writer_key', 17)
+                          || translate(substr(:'writer_key', 18), '0123456789abcdef', '123456789abcdef0')));
+SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+                                             jsonb_build_object('x-api-key', :'gone_key'));
+SELECT status FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+                              jsonb_build_object('x-api-key', :'writer_key'));
+RESET ROLE;
+SELECT lance_revoke_api_key(:'gone_key') AS revoked;
 
 --
 -- Drops: the catalog removes only folders it chose.  A table registered at

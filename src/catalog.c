@@ -13,6 +13,8 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -71,7 +73,6 @@ typedef enum CatalogStatement
 	STMT_DELETE_GRANT,
 	STMT_LIST_GRANTS,
 	STMT_INSERT_API_KEY,
-	STMT_AUTHENTICATE,
 	STMT_DELETE_API_KEY,
 	STMT_LIST_API_KEYS,
 	STMT_SET_STORAGE,
@@ -407,11 +408,6 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 							 4,
 							 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
 	/* a key whose role was dropped since is no key */
-	[STMT_AUTHENTICATE] = {"SELECT k.role::pg_catalog.oid FROM lance_catalog.api_key k"
-						   "  JOIN pg_catalog.pg_roles r ON r.oid = k.role::pg_catalog.oid"
-						   " WHERE k.id = $1 AND k.key_hash = pg_catalog.sha256($2)",
-						   2,
-						   {TEXTOID, BYTEAOID}},
 	[STMT_DELETE_API_KEY] = {"DELETE FROM lance_catalog.api_key WHERE id = $1 RETURNING 1",
 							 1,
 							 {TEXTOID}},
@@ -779,9 +775,17 @@ catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock, Catalo
 		[CATALOG_NO_LOCK] = STMT_LOOKUP_CHILD,
 		[CATALOG_KEY_SHARE] = STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
 		[CATALOG_FOR_UPDATE] = STMT_LOOKUP_CHILD_FOR_UPDATE};
-	Datum values[2] = {Int64GetDatum(parent_id), CStringGetTextDatum(name)};
+	Datum values[2];
 	bool isnull;
 
+	/* a plain look-up reads the index directly; row locks take a statement */
+	if (lock == CATALOG_NO_LOCK)
+	{
+		check_schema_version();
+		return catalog_index_read_child(parent_id, name, out, result_cxt);
+	}
+	values[0] = Int64GetDatum(parent_id);
+	values[1] = CStringGetTextDatum(name);
 	execute(statements[lock], values, NULL, 1);
 	if (SPI_processed == 0)
 		return false;
@@ -1497,13 +1501,16 @@ catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by
 Oid
 catalog_authenticate(const char *id, const char *key)
 {
-	Datum values[2] = {CStringGetTextDatum(id), PointerGetDatum(cstring_to_text(key))};
-	bool isnull;
+	uint8 hash[PG_SHA256_DIGEST_LENGTH];
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 
-	execute(STMT_AUTHENTICATE, values, NULL, 1);
-	if (SPI_processed == 0)
-		return InvalidOid;
-	return DatumGetObjectId(result_datum(0, 1, &isnull));
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *)key, strlen(key)) < 0 ||
+		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
+		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	check_schema_version();
+	return catalog_index_authenticate(id, hash, sizeof(hash));
 }
 
 /* Forget API key `id`; false if there was none. */

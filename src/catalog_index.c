@@ -37,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "catalog_index.h"
 
@@ -49,10 +50,12 @@ enum
 	OBJ_NAME,
 	OBJ_LOCATION,
 	OBJ_DECLARED,
+	OBJ_PROPERTIES,
+	OBJ_LOCATION_DERIVED,
 	OBJ_NCOLUMNS
 };
-static const char *const object_columns[OBJ_NCOLUMNS] = {"id",	 "parent_id", "kind",
-														 "name", "location",  "declared"};
+static const char *const object_columns[OBJ_NCOLUMNS] = {
+	"id", "parent_id", "kind", "name", "location", "declared", "properties", "location_derived"};
 
 enum
 {
@@ -72,6 +75,15 @@ static const char *const version_columns[VER_NCOLUMNS] = {
 
 enum
 {
+	KEY_ID,
+	KEY_ROLE,
+	KEY_HASH,
+	KEY_NCOLUMNS
+};
+static const char *const api_key_columns[KEY_NCOLUMNS] = {"id", "role", "key_hash"};
+
+enum
+{
 	STO_LOCATION,
 	STO_OPTIONS,
 	STO_NCOLUMNS
@@ -87,9 +99,12 @@ static struct
 	Oid version_key; /* PRIMARY KEY (table_id, branch, version) */
 	Oid storage;
 	Oid storage_key; /* PRIMARY KEY (location) */
+	Oid api_key;
+	Oid api_key_key; /* PRIMARY KEY (id) */
 	AttrNumber object_attnum[OBJ_NCOLUMNS];
 	AttrNumber version_attnum[VER_NCOLUMNS];
 	AttrNumber storage_attnum[STO_NCOLUMNS];
+	AttrNumber api_key_attnum[KEY_NCOLUMNS];
 } rels;
 
 static void
@@ -97,7 +112,7 @@ forget_relations(Datum arg pg_attribute_unused(), Oid relid)
 {
 	if (relid == InvalidOid || relid == rels.object || relid == rels.object_by_parent_name ||
 		relid == rels.version || relid == rels.version_key || relid == rels.storage ||
-		relid == rels.storage_key)
+		relid == rels.storage_key || relid == rels.api_key || relid == rels.api_key_key)
 		rels.valid = false;
 }
 
@@ -159,9 +174,12 @@ find_relations(void)
 	rels.version_key = find_relation(schema, "version_pkey");
 	rels.storage = find_relation(schema, "storage");
 	rels.storage_key = find_relation(schema, "storage_pkey");
+	rels.api_key = find_relation(schema, "api_key");
+	rels.api_key_key = find_relation(schema, "api_key_pkey");
 	find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
 	find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
 	find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
+	find_columns(rels.api_key, KEY_NCOLUMNS, api_key_columns, rels.api_key_attnum);
 	check_index_columns(
 		rels.object_by_parent_name, 2,
 		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]});
@@ -228,9 +246,43 @@ text_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum, MemoryContext cx
 	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
 }
 
+static LnMap jsonb_map(Jsonb *object, MemoryContext cxt);
+
+static bool
+bool_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
+{
+	bool isnull;
+	Datum d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/* The whole row of an object, as catalog_lookup_child answers it, in `cxt`. */
+static void
+read_object(HeapTuple tuple, TupleDesc desc, CatalogObject *out, MemoryContext cxt)
+{
+	const AttrNumber *a = rels.object_attnum;
+	bool isnull;
+	Datum properties = heap_getattr(tuple, a[OBJ_PROPERTIES], desc, &isnull);
+
+	out->name = text_column(tuple, desc, a[OBJ_NAME], cxt);
+	out->location = text_column(tuple, desc, a[OBJ_LOCATION], cxt);
+	out->declared = bool_column(tuple, desc, a[OBJ_DECLARED]);
+	out->location_derived = bool_column(tuple, desc, a[OBJ_LOCATION_DERIVED]);
+	if (isnull)
+		out->properties = jsonb_map(NULL, cxt);
+	else
+		out->properties = jsonb_map(DatumGetJsonbP(properties), cxt);
+}
+
+/*
+ * The child `name` of `parent_id` under `snapshot`: its keys in *child
+ * (and, with `cxt`, a table's location and declared state), and, with
+ * `full`, the whole row, allocated in `cxt`.
+ */
 static bool
 find_child(Snapshot snapshot, Relation object, int64 parent_id, Datum name, CatalogChild *child,
-		   MemoryContext cxt)
+		   CatalogObject *full, MemoryContext cxt)
 {
 	ScanKeyData keys[2];
 	SysScanDesc scan;
@@ -257,10 +309,14 @@ find_child(Snapshot snapshot, Relation object, int64 parent_id, Datum name, Cata
 		child->declared = false;
 		if (child->is_table && cxt != NULL)
 		{
-			Datum declared = heap_getattr(tuple, rels.object_attnum[OBJ_DECLARED], desc, &isnull);
-
 			child->location = text_column(tuple, desc, rels.object_attnum[OBJ_LOCATION], cxt);
-			child->declared = !isnull && DatumGetBool(declared);
+			child->declared = bool_column(tuple, desc, rels.object_attnum[OBJ_DECLARED]);
+		}
+		if (full != NULL)
+		{
+			full->id = child->id;
+			full->is_table = child->is_table;
+			read_object(tuple, desc, full, cxt);
 		}
 	}
 	systable_endscan(scan);
@@ -277,11 +333,75 @@ catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
 {
 	Snapshot snapshot = begin_lookup();
 	Relation object = table_open(rels.object, AccessShareLock);
-	bool found = find_child(snapshot, object, parent_id, CStringGetTextDatum(name), child, cxt);
+	bool found =
+		find_child(snapshot, object, parent_id, CStringGetTextDatum(name), child, NULL, cxt);
 
 	table_close(object, AccessShareLock);
 	end_lookup();
 	return found;
+}
+
+/*
+ * The whole row of the child `name` of `parent_id` (catalog_lookup_child
+ * without a row lock), allocated in `cxt`; false if there is none.
+ */
+bool
+catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out, MemoryContext cxt)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation object = table_open(rels.object, AccessShareLock);
+	CatalogChild child;
+	bool found =
+		find_child(snapshot, object, parent_id, CStringGetTextDatum(name), &child, out, cxt);
+
+	table_close(object, AccessShareLock);
+	end_lookup();
+	return found;
+}
+
+/*
+ * The role API key `id` acts as, if the key's SHA-256 is `hash` and the
+ * role still exists; InvalidOid otherwise.  The hashes are compared in
+ * constant time.
+ */
+Oid
+catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
+{
+	Snapshot snapshot = begin_lookup();
+	Relation api_key = table_open(rels.api_key, AccessShareLock);
+	TupleDesc desc = RelationGetDescr(api_key);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	Oid role = InvalidOid;
+
+	init_text_key(&key, rels.api_key_attnum[KEY_ID], CStringGetTextDatum(id));
+	scan = systable_beginscan(api_key, rels.api_key_key, true, snapshot, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool isnull;
+		Datum d = heap_getattr(tuple, rels.api_key_attnum[KEY_HASH], desc, &isnull);
+		bytea *stored = isnull ? NULL : DatumGetByteaPP(d);
+		uint8 differ = 1;
+
+		if (stored != NULL && VARSIZE_ANY_EXHDR(stored) == (Size)hash_len)
+		{
+			const uint8 *bytes = (const uint8 *)VARDATA_ANY(stored);
+
+			differ = 0;
+			for (int i = 0; i < hash_len; i++)
+				differ |= bytes[i] ^ hash[i];
+		}
+		d = heap_getattr(tuple, rels.api_key_attnum[KEY_ROLE], desc, &isnull);
+		if (differ == 0 && !isnull &&
+			SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(DatumGetObjectId(d))))
+			role = DatumGetObjectId(d);
+	}
+	systable_endscan(scan);
+	table_close(api_key, AccessShareLock);
+	end_lookup();
+	return role;
 }
 
 /*
@@ -302,15 +422,15 @@ catalog_index_find_table(int64 grandparent_id, const char *ns_name, const char *
 
 	if (ns_name != NULL)
 	{
-		if (!find_child(snapshot, object, grandparent_id, CStringGetTextDatum(ns_name), &ns,
+		if (!find_child(snapshot, object, grandparent_id, CStringGetTextDatum(ns_name), &ns, NULL,
 						NULL) ||
 			ns.is_table)
 			found = 0;
 		parent_id = ns.id;
 	}
-	if (found == 2 &&
-		(!find_child(snapshot, object, parent_id, CStringGetTextDatum(table_name), table, cxt) ||
-		 !table->is_table))
+	if (found == 2 && (!find_child(snapshot, object, parent_id, CStringGetTextDatum(table_name),
+								   table, NULL, cxt) ||
+					   !table->is_table))
 		found = 1;
 	table_close(object, AccessShareLock);
 	end_lookup();
@@ -349,7 +469,7 @@ static LnMap
 jsonb_map(Jsonb *metadata, MemoryContext cxt)
 {
 	LnMap map;
-	int n = JB_ROOT_COUNT(metadata);
+	int n = metadata != NULL ? JB_ROOT_COUNT(metadata) : 0;
 	JsonbIterator *it;
 	JsonbValue v;
 	JsonbIteratorToken token;
@@ -357,7 +477,7 @@ jsonb_map(Jsonb *metadata, MemoryContext cxt)
 	map.len = 0;
 	map.keys = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
 	map.values = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
-	if (!JB_ROOT_IS_OBJECT(metadata) || n == 0)
+	if (n == 0 || !JB_ROOT_IS_OBJECT(metadata))
 		return map;
 	it = JsonbIteratorInit(&metadata->root);
 	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)

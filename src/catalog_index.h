@@ -6,6 +6,7 @@
 #ifndef LN_CATALOG_INDEX_H
 #define LN_CATALOG_INDEX_H
 
+#include "catalog.h"
 #include "lance_namespace.h"
 
 /* a namespace's or table's row as a look-up by key reads it */
@@ -19,6 +20,9 @@ typedef struct CatalogChild
 
 extern bool catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
 									 MemoryContext cxt);
+extern bool catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out,
+									 MemoryContext cxt);
+extern Oid catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len);
 extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
 									const char *table_name, CatalogChild *table, MemoryContext cxt);
 extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,

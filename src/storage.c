@@ -566,19 +566,26 @@ link_open_file(int fd, int dirfd, const char *leaf)
  * shares the staging file's data, which nothing writes again: Lance writes
  * a staging manifest once, and its name is removed when the version
  * commits.  False if this file system or this server cannot link so (no
- * /proc, a file it may not link, a file system without hard links): the
- * caller copies instead.
+ * /proc, another user's file or one the server may not write, a file system
+ * without hard links): the caller copies instead.
  */
 static bool
 link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_leaf,
 					  const char *temp_leaf)
 {
-	/* O_NONBLOCK: a fifo put in the staging file's place must not hang the server */
-	int in = fs_open_at(dirfd, strrchr(copy->staging_file, '/') + 1,
-						O_RDONLY | O_NONBLOCK | PG_BINARY, 0);
+	/*
+	 * O_NONBLOCK: a fifo put in the staging file's place must not hang the
+	 * server.  For writing: a file is flushed through a descriptor that may
+	 * write (some systems flush nothing otherwise), and one the server may
+	 * not write is copied instead.
+	 */
+	int in =
+		fs_open_at(dirfd, strrchr(copy->staging_file, '/') + 1, O_RDWR | O_NONBLOCK | PG_BINARY, 0);
 	struct stat st;
 	bool linked;
 
+	if (in < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+		return false;
 	if (in < 0)
 		storage_io_error("open staging manifest", copy->staging_file, errno);
 	if (fstat(in, &st) != 0)
@@ -586,11 +593,25 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 	if (!S_ISREG(st.st_mode))
 		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file",
 				 copy->staging_file);
+
+	/*
+	 * Only the server's own file becomes the final one: another user's would
+	 * stay theirs to change, and a folder with the sticky bit would keep the
+	 * server from removing it again if the version rolls back.
+	 */
+	if (st.st_uid != geteuid())
+	{
+		fs_close(in);
+		return false;
+	}
+	if (pg_fsync(in) != 0)
+		storage_io_error("flush", copy->staging_file, errno);
+	/* the size the version records is that of the file flushed */
+	if (fstat(in, &st) != 0)
+		storage_io_error("stat", copy->staging_file, errno);
 	if ((int64)st.st_size != copy->size)
 		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was checked",
 				 copy->staging_file);
-	if (pg_fsync(in) != 0)
-		storage_io_error("flush", copy->staging_file, errno);
 
 	/* linkat() creates the final name only if it is free; renameat() replaces an orphan */
 	linked = link_open_file(in, dirfd, final_leaf);
