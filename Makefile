@@ -47,7 +47,7 @@ PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
 REGRESS = registry input_checks hostile_public namespace namespace_errors table table_errors pagination transaction versions batch managed changes refs rest access storage drop_extension
 REGRESS_OPTS = --load-extension=$(EXTENSION)
-ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register race_answers change_lock_keys rename_snapshot feed_revoke latest_snapshot
+ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register race_answers change_lock_keys rename_snapshot feed_revoke latest_snapshot reindex_lookup
 # The specs share helper functions (test/sql/isolation_helpers.sql), so they
 # run in a database made and loaded beforehand (under the name PGXS gives
 # pg_isolation_regress) rather than one pg_isolation_regress makes.

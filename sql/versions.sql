@@ -399,6 +399,15 @@ SELECT lance_create_table_version('{"id": ["vs", "same"], "version": 2, "manifes
 SELECT lance_describe_table_version('{"id": ["vs", "same"]}') #>> '{version,version}' AS latest_in_transaction;
 ROLLBACK;
 SELECT lance_describe_table_version('{"id": ["vs", "same"]}') #>> '{version,version}' AS latest_after_rollback;
+-- What the command that calls the look-up did before it is seen, as a
+-- statement of the catalog would see it: a version deleted in a WITH.
+SELECT lance_create_table_version('{"id": ["vs", "same"], "version": 3, "manifest_path": "m3"}') #>> '{version,version}' AS version;
+BEGIN;
+WITH gone AS (DELETE FROM lance_catalog.version WHERE manifest_path = 'm3' RETURNING version)
+SELECT gone.version AS deleted,
+       lance_describe_table_version('{"id": ["vs", "same"]}') #>> '{version,version}' AS latest
+  FROM gone;
+ROLLBACK;
 
 -- Clean up: dropping the namespace drops its tables and their versions.
 SELECT lance_drop_namespace('{"id": ["vs"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;

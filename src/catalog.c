@@ -565,6 +565,13 @@ catalog_begin(void)
 void
 catalog_end(void)
 {
+	/*
+	 * Whatever the operation made since catalog_begin must outlive
+	 * SPI_finish: a context left current by a catalog call would be freed
+	 * with SPI's under the caller.
+	 */
+	if (CurrentMemoryContext != result_cxt)
+		elog(ERROR, "lance_namespace: a catalog call left another memory context current");
 	SPI_finish();
 	PopOverrideSearchPath();
 	SetUserIdAndSecContext(caller_user, caller_security);
@@ -581,16 +588,20 @@ static void
 check_schema_version(void)
 {
 	static bool checked = false;
+	MemoryContext caller_cxt;
 	char *version;
 
 	if (checked)
 		return;
+	caller_cxt = CurrentMemoryContext;
 	if (SPI_execute("SELECT e.extversion FROM pg_catalog.pg_extension e"
 					" WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace'",
 					true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "extension lance_namespace is not installed in this database");
 	version = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	/* SPI leaves its own context current, which SPI_finish deletes (see execute) */
+	MemoryContextSwitchTo(caller_cxt);
 	if (strcmp(version, LN_EXTENSION_VERSION) != 0)
 		ln_error_detail(LN_SERVICE_UNAVAILABLE,
 						"An administrator runs ALTER EXTENSION lance_namespace UPDATE.",
@@ -1369,21 +1380,10 @@ int
 catalog_lookup_table_key(int64 grandparent_id, const char *ns_name, const char *table_name,
 						 CatalogObject *table)
 {
-	CatalogChild child;
-	int found;
+	int nversions;
 
-	check_schema_version();
-	memset(table, 0, sizeof(CatalogObject));
-	found = catalog_index_find_table(grandparent_id, ns_name, table_name, &child, result_cxt);
-	if (found == 2)
-	{
-		table->id = child.id;
-		table->is_table = true;
-		table->name = MemoryContextStrdup(result_cxt, table_name);
-		table->location = child.location;
-		table->declared = child.declared;
-	}
-	return found;
+	return catalog_lookup_table_latest(grandparent_id, ns_name, table_name, 0, table, NULL,
+									   &nversions);
 }
 
 /* True if a table other than except_id is at the local folder `path` (canonical). */
@@ -1550,22 +1550,34 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 
 /*
  * As catalog_lookup_table_key, and the table's latest versions on main, at
- * most `limit` (at least 1), newest first: *nversions of them in *versions
- * (none when the table is missing).
+ * most `limit` (0: none), newest first, under the same snapshot, as one
+ * statement would read them: *nversions of them in *versions (none when the
+ * table is missing).
  */
 int
 catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name, const char *table_name,
 							int limit, CatalogObject *table, LnTableVersion **versions,
 							int *nversions)
 {
-	int found = catalog_lookup_table_key(grandparent_id, ns_name, table_name, table);
+	CatalogChild child;
+	int found;
 
+	check_schema_version();
+	memset(table, 0, sizeof(CatalogObject));
 	*nversions = 0;
-	*versions = NULL;
-	if (found != 2)
-		return found;
-	*nversions = catalog_index_latest_versions(table->id, limit, versions, result_cxt);
-	return 2;
+	if (versions != NULL)
+		*versions = NULL;
+	found = catalog_index_find_table(grandparent_id, ns_name, table_name, &child, limit, versions,
+									 nversions, result_cxt);
+	if (found == 2)
+	{
+		table->id = child.id;
+		table->is_table = true;
+		table->name = MemoryContextStrdup(result_cxt, table_name);
+		table->location = child.location;
+		table->declared = child.declared;
+	}
+	return found;
 }
 
 /* Keep the storage setting of `location` (a folder key), replacing one there was. */

@@ -37,6 +37,8 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "access/xact.h"
+#include "storage/lmgr.h"
 #include "utils/syscache.h"
 
 #include "catalog_index.h"
@@ -191,15 +193,45 @@ find_relations(void)
 	rels.valid = true;
 }
 
+/* The relations a look-up reads, for begin_lookup */
+#define LOOKUP_OBJECT  (1 << 0)
+#define LOOKUP_VERSION (1 << 1)
+#define LOOKUP_STORAGE (1 << 2)
+#define LOOKUP_API_KEY (1 << 3)
+
+static void
+lock_relation_and_key(Oid relation, Oid key)
+{
+	LockRelationOid(relation, AccessShareLock);
+	LockRelationOid(key, AccessShareLock);
+}
+
 /*
- * The snapshot a look-up reads with: what an SPI statement of this
+ * Start a look-up of the relations `which` names: lock them and their
+ * indexes as an SPI statement would, until the transaction ends (so that a
+ * REINDEX CONCURRENTLY waits for this transaction before it drops an index
+ * it may scan), finding them anew if taking a lock brought news of them,
+ * and answer the snapshot to read with: what an SPI statement of this
  * transaction would see now (in READ COMMITTED a new snapshot, in
- * REPEATABLE READ the transaction's), with the current command id.
+ * REPEATABLE READ the transaction's), including what this very command
+ * wrote before.
  */
 static Snapshot
-begin_lookup(void)
+begin_lookup(int which)
 {
-	find_relations();
+	do
+	{
+		find_relations();
+		if (which & LOOKUP_OBJECT)
+			lock_relation_and_key(rels.object, rels.object_by_parent_name);
+		if (which & LOOKUP_VERSION)
+			lock_relation_and_key(rels.version, rels.version_key);
+		if (which & LOOKUP_STORAGE)
+			lock_relation_and_key(rels.storage, rels.storage_key);
+		if (which & LOOKUP_API_KEY)
+			lock_relation_and_key(rels.api_key, rels.api_key_key);
+	} while (!rels.valid);
+	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	UpdateActiveSnapshotCommandId();
 	return GetActiveSnapshot();
@@ -247,6 +279,8 @@ text_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum, MemoryContext cx
 }
 
 static LnMap jsonb_map(Jsonb *object, MemoryContext cxt);
+static int read_latest_versions(Snapshot snapshot, int64 table_id, int limit,
+								LnTableVersion **versions, MemoryContext cxt);
 
 static bool
 bool_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
@@ -331,12 +365,12 @@ find_child(Snapshot snapshot, Relation object, int64 parent_id, Datum name, Cata
 bool
 catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child, MemoryContext cxt)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation object = table_open(rels.object, AccessShareLock);
+	Snapshot snapshot = begin_lookup(LOOKUP_OBJECT);
+	Relation object = table_open(rels.object, NoLock);
 	bool found =
 		find_child(snapshot, object, parent_id, CStringGetTextDatum(name), child, NULL, cxt);
 
-	table_close(object, AccessShareLock);
+	table_close(object, NoLock);
 	end_lookup();
 	return found;
 }
@@ -348,13 +382,13 @@ catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
 bool
 catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out, MemoryContext cxt)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation object = table_open(rels.object, AccessShareLock);
+	Snapshot snapshot = begin_lookup(LOOKUP_OBJECT);
+	Relation object = table_open(rels.object, NoLock);
 	CatalogChild child;
 	bool found =
 		find_child(snapshot, object, parent_id, CStringGetTextDatum(name), &child, out, cxt);
 
-	table_close(object, AccessShareLock);
+	table_close(object, NoLock);
 	end_lookup();
 	return found;
 }
@@ -367,8 +401,8 @@ catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out, 
 Oid
 catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation api_key = table_open(rels.api_key, AccessShareLock);
+	Snapshot snapshot = begin_lookup(LOOKUP_API_KEY);
+	Relation api_key = table_open(rels.api_key, NoLock);
 	TupleDesc desc = RelationGetDescr(api_key);
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -399,26 +433,29 @@ catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
 			role = DatumGetObjectId(d);
 	}
 	systable_endscan(scan);
-	table_close(api_key, AccessShareLock);
+	table_close(api_key, NoLock);
 	end_lookup();
 	return role;
 }
 
 /*
  * Find table `table_name` in namespace `ns_name` under `grandparent_id` (or,
- * with ns_name NULL, directly under it), with one snapshot for both.
- * Returns 0 if the namespace is missing (or is a table), 1 if the table is
- * (or is a namespace), 2 if found.
+ * with ns_name NULL, directly under it), and, with `limit` above 0, the
+ * table's latest versions on main, at most `limit`, newest first (their
+ * number in *nversions, them in *versions), all under one snapshot, as one
+ * statement would.  Returns 0 if the namespace is missing (or is a table),
+ * 1 if the table is (or is a namespace), 2 if found.
  */
 int
 catalog_index_find_table(int64 grandparent_id, const char *ns_name, const char *table_name,
-						 CatalogChild *table, MemoryContext cxt)
+						 CatalogChild *table, int limit, LnTableVersion **versions, int *nversions,
+						 MemoryContext cxt)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation object = table_open(rels.object, AccessShareLock);
+	Snapshot snapshot = begin_lookup(limit > 0 ? LOOKUP_OBJECT | LOOKUP_VERSION : LOOKUP_OBJECT);
+	Relation object = table_open(rels.object, NoLock);
 	int64 parent_id = grandparent_id;
 	int found = 2;
-	CatalogChild ns;
+	CatalogChild ns = {0};
 
 	if (ns_name != NULL)
 	{
@@ -432,7 +469,9 @@ catalog_index_find_table(int64 grandparent_id, const char *ns_name, const char *
 								   table, NULL, cxt) ||
 					   !table->is_table))
 		found = 1;
-	table_close(object, AccessShareLock);
+	table_close(object, NoLock);
+	if (found == 2 && limit > 0)
+		*nversions = read_latest_versions(snapshot, table->id, limit, versions, cxt);
 	end_lookup();
 	return found;
 }
@@ -477,7 +516,10 @@ jsonb_map(Jsonb *metadata, MemoryContext cxt)
 	map.len = 0;
 	map.keys = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
 	map.values = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
-	if (n == 0 || !JB_ROOT_IS_OBJECT(metadata))
+	if (metadata != NULL && !JB_ROOT_IS_OBJECT(metadata))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("lance_namespace: a stored map is not a JSON object")));
+	if (n == 0)
 		return map;
 	it = JsonbIteratorInit(&metadata->root);
 	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -497,8 +539,13 @@ jsonb_map(Jsonb *metadata, MemoryContext cxt)
 static int64
 unix_millis(TimestampTz t)
 {
-	int64 us = t + (int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+	int64 us;
 
+	/* as the SQL's cast of an infinite epoch to bigint does */
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						errmsg("lance_namespace: a version's created_at is infinite")));
+	us = t + (int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 	return us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
 }
 
@@ -533,13 +580,12 @@ read_version(HeapTuple tuple, TupleDesc desc, LnTableVersion *v, MemoryContext c
  * in `cxt` with room for one more.  A backward scan of the primary key
  * reads only the rows it returns.
  */
-int
-catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versions,
-							  MemoryContext cxt)
+static int
+read_latest_versions(Snapshot snapshot, int64 table_id, int limit, LnTableVersion **versions,
+					 MemoryContext cxt)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation version = table_open(rels.version, AccessShareLock);
-	Relation key = index_open(rels.version_key, AccessShareLock);
+	Relation version = table_open(rels.version, NoLock);
+	Relation key = index_open(rels.version_key, NoLock);
 	TupleDesc desc = RelationGetDescr(version);
 	ScanKeyData keys[2];
 	SysScanDesc scan;
@@ -564,9 +610,8 @@ catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versio
 		read_version(tuple, desc, &(*versions)[n++], cxt);
 	}
 	systable_endscan_ordered(scan);
-	index_close(key, AccessShareLock);
-	table_close(version, AccessShareLock);
-	end_lookup();
+	index_close(key, NoLock);
+	table_close(version, NoLock);
 	return n;
 }
 
@@ -736,8 +781,8 @@ find_kept_setting(const char *folder)
 bool
 catalog_index_find_storage(const char *folder, char **location, LnMap *options, MemoryContext cxt)
 {
-	Snapshot snapshot = begin_lookup();
-	Relation storage = table_open(rels.storage, AccessShareLock);
+	Snapshot snapshot = begin_lookup(LOOKUP_STORAGE);
+	Relation storage = table_open(rels.storage, NoLock);
 	size_t len = strlen(folder);
 	const char *scheme_end = strstr(folder, "://");
 	/* nothing shorter than "scheme://" and a bucket's first letter is a setting */
@@ -755,7 +800,7 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 			*location = MemoryContextStrdup(cxt, setting->location);
 			*options = copy_map(&setting->options, cxt);
 		}
-		table_close(storage, AccessShareLock);
+		table_close(storage, NoLock);
 		end_lookup();
 		return setting != NULL;
 	}
@@ -781,7 +826,7 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		while (!found && len > 0 && folder[--len] != '/')
 			;
 	}
-	table_close(storage, AccessShareLock);
+	table_close(storage, NoLock);
 	end_lookup();
 	return found;
 }

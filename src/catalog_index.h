@@ -24,11 +24,9 @@ extern bool catalog_index_read_child(int64 parent_id, const char *name, CatalogO
 									 MemoryContext cxt);
 extern Oid catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len);
 extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
-									const char *table_name, CatalogChild *table, MemoryContext cxt);
+									const char *table_name, CatalogChild *table, int limit,
+									LnTableVersion **versions, int *nversions, MemoryContext cxt);
 extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,
 									   MemoryContext cxt);
 extern void catalog_index_forget_storage(void);
-extern int catalog_index_latest_versions(int64 table_id, int limit, LnTableVersion **versions,
-										 MemoryContext cxt);
-
 #endif
