@@ -63,9 +63,8 @@ SELECT t AS table, d -> 'managed_versioning' AS managed, d -> 'storage_options' 
 SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": false}') -> 'storage_options' AS none;
 SELECT lance_describe_table('{"id": ["st", "a"], "vend_credentials": true}') -> 'storage_options' ->> 'aws_session_token' AS vended;
 
--- Settings are read once per transaction and kept in its memory: a change
--- made in the transaction is seen at once, and a savepoint rolled back takes
--- its change along.
+-- Settings are read once per call and kept in its memory: a change made
+-- earlier in the transaction is seen, and so is a savepoint's rolled back.
 BEGIN;
 SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS before;
 SELECT lance_set_storage('{"location": "s3://lake/cat/deep", "options": {"aws_endpoint": "http://127.0.0.1:3", "allow_http": true, "aws_access_key_id": "AK2", "aws_secret_access_key": "SECRET-2"}}') ->> 'location' AS set;
@@ -77,16 +76,38 @@ ROLLBACK TO SAVEPOINT s;
 SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback_to_savepoint;
 ROLLBACK;
 SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback;
--- With more settings than it keeps in memory (256), the catalog probes for
--- each folder instead: the same answers.
+CREATE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+BEGIN
+    EXECUTE call;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ' code ' || (detail::jsonb ->> 'code');
+END
+$$;
+-- A setting whose options are no object (only a direct write can make one)
+-- troubles the tables it covers, and no others, call after call.
+SELECT lance_register_table('{"id": ["st", "bad"], "location": "s3://lake/cat/bad/t.lance"}') ? 'location' AS registered;
+INSERT INTO lance_catalog.storage (location, options) VALUES ('s3://lake/cat/bad', '[1]');
+SELECT pg_temp.outcome($$SELECT lance_describe_table('{"id": ["st", "bad"]}')$$) AS under_the_bad_one;
+SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS others;
+SELECT pg_temp.outcome($$SELECT lance_describe_table('{"id": ["st", "bad"]}')$$) AS again;
+SELECT lance_describe_table('{"id": ["st", "a"]}') -> 'storage_options' ->> 'aws_endpoint' AS others_again;
+DELETE FROM lance_catalog.storage WHERE location = 's3://lake/cat/bad';
+SELECT lance_deregister_table('{"id": ["st", "bad"]}') ? 'location' AS deregistered;
+-- With more settings than it keeps in memory (a storage table of more than
+-- 8 pages), the catalog probes for each folder instead: the same answers.
 SELECT count(*) AS set
-  FROM generate_series(1, 300) i,
+  FROM generate_series(1, 1500) i,
        LATERAL lance_set_storage(jsonb_build_object('location', 's3://many' || i || '/p', 'options', '{}'::jsonb)) s;
+SELECT pg_relation_size('lance_catalog.storage') / current_setting('block_size')::int > 8 AS more_than_8_pages;
 SELECT t AS table, d -> 'managed_versioning' AS managed, d -> 'storage_options' ->> 'aws_endpoint' AS endpoint
   FROM unnest(ARRAY['a', 'b', 'c', 'd', 'e']) t,
        LATERAL lance_describe_table(jsonb_build_object('id', ARRAY['st', t])) d ORDER BY t;
 SELECT count(*) AS removed
-  FROM generate_series(1, 300) i,
+  FROM generate_series(1, 1500) i,
        LATERAL lance_remove_storage(jsonb_build_object('location', 's3://many' || i || '/p')) s;
 
 -- DeclareTable under an S3 root: a derived location there, managed, with options

@@ -539,6 +539,8 @@ catalog_begin(void)
 	session_open = true;
 	session_subxact = GetCurrentSubTransactionId();
 	result_cxt = CurrentMemoryContext;
+	/* the settings a session reads live in its memory (catalog_index.c) */
+	catalog_index_forget_storage();
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
 	/*

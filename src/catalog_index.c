@@ -34,7 +34,7 @@
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
+#include "storage/bufmgr.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "access/xact.h"
@@ -140,13 +140,14 @@ find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
 	}
 }
 
-/* The index must have exactly these key columns, in this order: else scans would be wrong. */
+/* The index must be `relid`'s, with exactly these key columns, in this order: else scans would be
+ * wrong. */
 static void
-check_index_columns(Oid indexid, int n, const AttrNumber *attnums)
+check_index_columns(Oid indexid, Oid relid, int n, const AttrNumber *attnums)
 {
 	Relation index = index_open(indexid, AccessShareLock);
 	Form_pg_index form = index->rd_index;
-	bool ok = form->indnkeyatts == n && form->indisvalid;
+	bool ok = form->indrelid == relid && form->indnkeyatts == n && form->indisvalid;
 
 	for (int i = 0; ok && i < n; i++)
 		ok = form->indkey.values[i] == attnums[i];
@@ -183,13 +184,16 @@ find_relations(void)
 	find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
 	find_columns(rels.api_key, KEY_NCOLUMNS, api_key_columns, rels.api_key_attnum);
 	check_index_columns(
-		rels.object_by_parent_name, 2,
+		rels.object_by_parent_name, rels.object, 2,
 		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]});
-	check_index_columns(rels.version_key, 3,
+	check_index_columns(rels.version_key, rels.version, 3,
 						(AttrNumber[]){rels.version_attnum[VER_TABLE_ID],
 									   rels.version_attnum[VER_BRANCH],
 									   rels.version_attnum[VER_VERSION]});
-	check_index_columns(rels.storage_key, 1, (AttrNumber[]){rels.storage_attnum[STO_LOCATION]});
+	check_index_columns(rels.storage_key, rels.storage, 1,
+						(AttrNumber[]){rels.storage_attnum[STO_LOCATION]});
+	check_index_columns(rels.api_key_key, rels.api_key, 1,
+						(AttrNumber[]){rels.api_key_attnum[KEY_ID]});
 	rels.valid = true;
 }
 
@@ -517,8 +521,9 @@ jsonb_map(Jsonb *metadata, MemoryContext cxt)
 	map.keys = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
 	map.values = MemoryContextAlloc(cxt, sizeof(char *) * (n + 1));
 	if (metadata != NULL && !JB_ROOT_IS_OBJECT(metadata))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("lance_namespace: a stored map is not a JSON object")));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lance_namespace: a map stored in the catalog is not a JSON object")));
 	if (n == 0)
 		return map;
 	it = JsonbIteratorInit(&metadata->root);
@@ -543,7 +548,7 @@ unix_millis(TimestampTz t)
 
 	/* as the SQL's cast of an infinite epoch to bigint does */
 	if (TIMESTAMP_NOT_FINITE(t))
-		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 						errmsg("lance_namespace: a version's created_at is infinite")));
 	us = t + (int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 	return us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
@@ -642,112 +647,99 @@ sort_map(LnMap *map, MemoryContext cxt)
 }
 
 /*
- * The storage settings, read once per transaction: a DBA keeps a handful,
- * and every version operation on an s3:// table asks which one covers it
- * (a batch asks once per table).  They are kept in the memory of the
- * (sub)transaction that read them, so that a subtransaction rolled back
- * takes them along; a change of a setting in this transaction forgets them
- * (catalog_index_forget_storage).  A catalog with more settings than
- * MAX_KEPT_SETTINGS probes the primary key per folder instead.
+ * The storage settings, read once per catalog session (one lance_* call,
+ * catalog_begin to catalog_end): a DBA keeps a handful, and every version
+ * operation on an s3:// table asks which one covers it (a batch asks once
+ * per table).  They live in the session's memory; catalog_begin forgets
+ * them, and so does a change of a setting (catalog_index_forget_storage),
+ * so a call sees the settings as of its first look-up, much as one
+ * statement would.  A setting's options are read when it is matched, so
+ * that a bad row troubles only the folders it covers.  A storage table of
+ * more than MAX_KEPT_PAGES pages is probed by primary key per folder.
  */
-#define MAX_KEPT_SETTINGS 256
+#define MAX_KEPT_PAGES 8
 
 typedef struct StorageSetting
 {
 	char *location;
 	size_t len;
-	LnMap options;
+	Jsonb *options; /* NULL: none */
 } StorageSetting;
 
 static struct
 {
 	bool loaded;
-	bool too_many;
+	bool probe;
 	int n;
 	StorageSetting *settings;
 } kept;
 
-static void
-forget_kept_settings(void *arg pg_attribute_unused())
+void
+catalog_index_forget_storage(void)
 {
 	memset(&kept, 0, sizeof(kept));
 }
 
-void
-catalog_index_forget_storage(void)
+/* A setting's options (by name, in byte order), in `cxt`. */
+static LnMap
+setting_options(Jsonb *options, MemoryContext cxt)
 {
-	forget_kept_settings(NULL);
+	LnMap map = jsonb_map(options, cxt);
+
+	sort_map(&map, cxt);
+	return map;
 }
 
-/* A setting's row: its location and options (by name, in byte order), in `cxt`. */
+/*
+ * Read every setting into `cxt` and publish them in `kept` only once all
+ * are read, so that an error part-way (a cancel) leaves nothing half-made.
+ */
 static void
-read_setting(HeapTuple tuple, TupleDesc desc, char **location, LnMap *options, MemoryContext cxt)
+keep_settings(Snapshot snapshot, Relation storage, MemoryContext cxt)
 {
-	bool isnull;
-	Datum d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS], desc, &isnull);
-
-	*location = text_column(tuple, desc, rels.storage_attnum[STO_LOCATION], cxt);
-	if (isnull)
-	{
-		options->len = 0;
-		options->keys = options->values = NULL;
-		return;
-	}
-	*options = jsonb_map(DatumGetJsonbP(d), cxt);
-	sort_map(options, cxt);
-}
-
-static void
-keep_settings(Snapshot snapshot, Relation storage)
-{
-	MemoryContext cxt = CurTransactionContext;
-	MemoryContextCallback *callback = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
-	SysScanDesc scan = systable_beginscan(storage, InvalidOid, false, snapshot, 0, NULL);
+	TupleDesc desc = RelationGetDescr(storage);
+	SysScanDesc scan;
 	HeapTuple tuple;
+	StorageSetting *settings;
+	int n = 0;
 	int room = 8;
 
-	kept.settings = MemoryContextAlloc(cxt, sizeof(StorageSetting) * room);
+	if (RelationGetNumberOfBlocks(storage) > MAX_KEPT_PAGES)
+	{
+		kept.probe = true;
+		kept.loaded = true;
+		return;
+	}
+	settings = MemoryContextAlloc(cxt, sizeof(StorageSetting) * room);
+	scan = systable_beginscan(storage, InvalidOid, false, snapshot, 0, NULL);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		StorageSetting *setting;
+		bool isnull;
+		Datum d;
 
 		CHECK_FOR_INTERRUPTS();
-		if (kept.n == MAX_KEPT_SETTINGS)
-		{
-			kept.too_many = true;
-			break;
-		}
-		if (kept.n == room)
+		if (n == room)
 		{
 			room *= 2;
-			kept.settings = repalloc(kept.settings, sizeof(StorageSetting) * room);
+			settings = repalloc(settings, sizeof(StorageSetting) * room);
 		}
-		setting = &kept.settings[kept.n++];
-		read_setting(tuple, RelationGetDescr(storage), &setting->location, &setting->options, cxt);
-		setting->len = strlen(setting->location);
+		settings[n].location = text_column(tuple, desc, rels.storage_attnum[STO_LOCATION], cxt);
+		settings[n].len = strlen(settings[n].location);
+		d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS], desc, &isnull);
+		settings[n].options = NULL;
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			settings[n].options = DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
+		n++;
 	}
 	systable_endscan(scan);
-	callback->func = forget_kept_settings;
-	callback->arg = NULL;
-	MemoryContextRegisterResetCallback(cxt, callback);
+	kept.settings = settings;
+	kept.n = n;
 	kept.loaded = true;
-}
-
-/* A copy in `cxt` of a kept map. */
-static LnMap
-copy_map(const LnMap *map, MemoryContext cxt)
-{
-	LnMap copy;
-
-	copy.len = map->len;
-	copy.keys = MemoryContextAlloc(cxt, sizeof(char *) * (map->len + 1));
-	copy.values = MemoryContextAlloc(cxt, sizeof(char *) * (map->len + 1));
-	for (int i = 0; i < map->len; i++)
-	{
-		copy.keys[i] = MemoryContextStrdup(cxt, map->keys[i]);
-		copy.values[i] = MemoryContextStrdup(cxt, map->values[i]);
-	}
-	return copy;
 }
 
 /* The kept setting whose location is `folder` or the longest folder above it, or NULL. */
@@ -790,15 +782,15 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 	bool found = false;
 
 	if (!kept.loaded)
-		keep_settings(snapshot, storage);
-	if (!kept.too_many)
+		keep_settings(snapshot, storage, cxt);
+	if (!kept.probe)
 	{
 		const StorageSetting *setting = find_kept_setting(folder);
 
 		if (setting != NULL)
 		{
 			*location = MemoryContextStrdup(cxt, setting->location);
-			*options = copy_map(&setting->options, cxt);
+			*options = setting_options(setting->options, cxt);
 		}
 		table_close(storage, NoLock);
 		end_lookup();
@@ -818,8 +810,14 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		tuple = systable_getnext(scan);
 		if (HeapTupleIsValid(tuple))
 		{
+			bool isnull;
+			Datum d = heap_getattr(tuple, rels.storage_attnum[STO_OPTIONS],
+								   RelationGetDescr(storage), &isnull);
+
 			found = true;
-			read_setting(tuple, RelationGetDescr(storage), location, options, cxt);
+			*location = text_column(tuple, RelationGetDescr(storage),
+									rels.storage_attnum[STO_LOCATION], cxt);
+			*options = setting_options(isnull ? NULL : DatumGetJsonbP(d), cxt);
 		}
 		systable_endscan(scan);
 		/* the next candidate: the folder above, cut at the last '/' before len */

@@ -584,7 +584,8 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 	struct stat st;
 	bool linked;
 
-	if (in < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+	if (in < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY ||
+				   errno == EWOULDBLOCK))
 		return false;
 	if (in < 0)
 		storage_io_error("open staging manifest", copy->staging_file, errno);
