@@ -123,6 +123,7 @@ install_bench_deps() {
 		command -v npm >/dev/null ||
 		missing+=(npm)
 	((PROFILE == 0)) || command -v valgrind >/dev/null || missing+=(valgrind)
+	command -v strace >/dev/null || missing+=(strace)
 	if ((${#missing[@]} > 0)); then
 		[[ $EUID -eq 0 ]] || die "missing ${missing[*]} and not root"
 		say "installing: ${missing[*]}"
@@ -582,6 +583,58 @@ bench_client() {
 	fi
 	compare_row 6 "LanceDB client appends ($APPENDS × 10 rows): managed versioning via the catalog vs plain local table" \
 		append_catalog append_plain "appends/s" 0.85
+	bench_client_syncs
+}
+
+# strace_calls <strace -c output>: the number of calls it counted.
+strace_calls() {
+	awk '$NF != "total" && $4 ~ /^[0-9]+$/ { n += $4 } END { print n + 0 }' "$1" 2>/dev/null || echo 0
+}
+
+# 6s: the syncs (fsync, fdatasync, sync_file_range, syncfs) of SYNC_APPENDS
+# appends of each kind, counted by strace: for the managed table in the
+# server (every process of the cluster, the WAL's flush included) and in
+# the client, for the plain table in the client, which is all there is.
+# A separate, unmeasured run: strace slows what it traces.
+SYNC_APPENDS=20
+bench_client_syncs() {
+	local pm pids=() p i spid server client plain syncs="fsync,fdatasync,sync_file_range,syncfs"
+	say "(6s) syncs per append, managed and plain"
+	pm="$(head -n 1 "$PGDATA_DIR/postmaster.pid")"
+	mapfile -t pids < <(pgrep -P "$pm")
+	local args=(-p "$pm")
+	for p in "${pids[@]}"; do args+=(-p "$p"); done
+	strace -f -qq -c -e trace="$syncs" -o "$RES/strace.server" "${args[@]}" &
+	spid=$!
+	for ((i = 0; i < 50; i++)); do
+		[[ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$pm/status" 2>/dev/null)" != 0 ]] && break
+		sleep 0.1
+	done
+	as_postgres strace -f -qq -c -e trace="$syncs" -o "$RES/strace.client" \
+		node "$BENCH_DIR/node/append.mjs" --uri "http://127.0.0.1:$GATEWAY_PORT" --dir "$TMP_DIR/plain" \
+		--only catalog --runs 1 --warmup 0 --appends "$SYNC_APPENDS" --prefix "bench6s_$$" \
+		>"$RES/sync.catalog.out" 2>&1 || true
+	kill -INT "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	as_postgres strace -f -qq -c -e trace="$syncs" -o "$RES/strace.plain" \
+		node "$BENCH_DIR/node/append.mjs" --uri "http://127.0.0.1:$GATEWAY_PORT" --dir "$TMP_DIR/plain" \
+		--only plain --runs 1 --warmup 0 --appends "$SYNC_APPENDS" --prefix "bench6s_$$" \
+		>"$RES/sync.plain.out" 2>&1 || true
+	raw "== strace server" "$(cat "$RES/strace.server" 2>/dev/null)"
+	raw "== strace client (managed)" "$(cat "$RES/strace.client" 2>/dev/null)"
+	raw "== strace client (plain)" "$(cat "$RES/strace.plain" 2>/dev/null)"
+	# strace -c writes nothing when it counted no call: that is zero only if the appends ran
+	if ! grep -q '^{"catalog"' "$RES/sync.catalog.out" || ! grep -q '^{"catalog"' "$RES/sync.plain.out"; then
+		tail -n 5 "$RES/sync.catalog.out" "$RES/sync.plain.out" >&2
+		row 6s "syncs per append (strace): managed vs plain" "FAILED" "FAILED" "—" "—" "—"
+		return 0
+	fi
+	server="$(strace_calls "$RES/strace.server")"
+	client="$(strace_calls "$RES/strace.client")"
+	plain="$(strace_calls "$RES/strace.plain")"
+	row 6s "syncs per append ($SYNC_APPENDS appends and the table's creation, strace): managed (server + client) vs plain (client)" \
+		"$(awk -v s="$server" -v c="$client" -v n="$SYNC_APPENDS" 'BEGIN { printf "%.1f (server %.1f, client %.1f)", (s + c) / n, s / n, c / n }')" \
+		"$(awk -v p="$plain" -v n="$SYNC_APPENDS" 'BEGIN { printf "%.1f", p / n }')" "—" "— (what durability costs)" "—"
 }
 
 # Benchmark 7: the same appends on S3.  The S3 server is the tests' s3rver
@@ -742,8 +795,8 @@ profile_counts() {
 		"$(incl "$ann" json_decode_request json_decode_http_request json_decode_headers)" \
 		"$(incl "$ann" json_tree_to_jsonb jsonb_in json_object_to_json_string_ext)" \
 		"$(incl "$ann" json_encode_response json_encode_response_text)" \
-		"$(incl "$ann" catalog_index_find_child catalog_index_find_table \
-			catalog_index_latest_versions catalog_index_find_storage)" \
+		"$(incl "$ann" catalog_index_find_child catalog_index_find_table catalog_index_read_child \
+			catalog_index_authenticate catalog_index_find_storage)" \
 		"$(incl "$ann" SPI_execute_plan SPI_prepare_cursor SPI_keepplan SPI_connect SPI_finish)" \
 		"$(incl "$ann" changes_record)" \
 		"$(incl "$ann" catalog_insert_change)"

@@ -14,6 +14,8 @@
 // makes a few warm-up appends, then times --appends appends of --rows rows.
 // Prints one JSON line: {"catalog": [appends/s per run], "plain": [...],
 // "catalog_ms": [latency of every timed append], "plain_ms": [...]}.
+// With --only catalog or --only plain, only that kind runs (bench/run.sh
+// counts each kind's syncs so).
 // Run it as the server's OS user: the client writes data files in table
 // folders whose manifests the catalog writes.
 import fs from "node:fs";
@@ -38,6 +40,7 @@ const { values: opt } = parseArgs({
     rows: { type: "string", default: "10" },
     warmup: { type: "string", default: "3" },
     prefix: { type: "string", default: `bench6_${process.pid}` },
+    only: { type: "string" },
   },
 });
 const key = process.env.LANCE_API_KEY ?? "";
@@ -98,7 +101,9 @@ async function plainRun(run) {
 const result = { catalog: [], plain: [], catalog_ms: [], plain_ms: [] };
 for (let run = 0; run < runs; run++) {
   // alternate which goes first, so that drift on a noisy machine cancels out
-  if (run % 2 === 0) {
+  if (opt.only === "catalog") result.catalog.push(await catalogRun(run));
+  else if (opt.only === "plain") result.plain.push(await plainRun(run));
+  else if (run % 2 === 0) {
     result.catalog.push(await catalogRun(run));
     result.plain.push(await plainRun(run));
   } else {
