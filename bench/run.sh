@@ -600,6 +600,7 @@ SYNC_APPENDS=20
 bench_client_syncs() {
 	local pm pids=() p i spid server client plain syncs="fsync,fdatasync,sync_file_range,syncfs"
 	say "(6s) syncs per append, managed and plain"
+	make_postgres_dir "$TMP_DIR/plain_sync" 755
 	pm="$(head -n 1 "$PGDATA_DIR/postmaster.pid")"
 	mapfile -t pids < <(pgrep -P "$pm")
 	local args=(-p "$pm")
@@ -617,7 +618,7 @@ bench_client_syncs() {
 	kill -INT "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
 	as_postgres strace -f -qq -c -e trace="$syncs" -o "$RES/strace.plain" \
-		node "$BENCH_DIR/node/append.mjs" --uri "http://127.0.0.1:$GATEWAY_PORT" --dir "$TMP_DIR/plain" \
+		node "$BENCH_DIR/node/append.mjs" --uri "http://127.0.0.1:$GATEWAY_PORT" --dir "$TMP_DIR/plain_sync" \
 		--only plain --runs 1 --warmup 0 --appends "$SYNC_APPENDS" --prefix "bench6s_$$" \
 		>"$RES/sync.plain.out" 2>&1 || true
 	raw "== strace server" "$(cat "$RES/strace.server" 2>/dev/null)"
