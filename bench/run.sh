@@ -633,7 +633,7 @@ bench_client_syncs() {
 	server="$(strace_calls "$RES/strace.server")"
 	client="$(strace_calls "$RES/strace.client")"
 	plain="$(strace_calls "$RES/strace.plain")"
-	row 6s "syncs per append ($SYNC_APPENDS appends and the table's creation, strace): managed (server + client) vs plain (client)" \
+	row 6s "syncs per append ($SYNC_APPENDS appends and the creation of their namespace and table, strace): managed (server + client) vs plain (client)" \
 		"$(awk -v s="$server" -v c="$client" -v n="$SYNC_APPENDS" 'BEGIN { printf "%.1f (server %.1f, client %.1f)", (s + c) / n, s / n, c / n }')" \
 		"$(awk -v p="$plain" -v n="$SYNC_APPENDS" 'BEGIN { printf "%.1f", p / n }')" "—" "— (what durability costs)" "—"
 }
