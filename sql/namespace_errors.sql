@@ -157,18 +157,7 @@ SELECT lance_list_tables('{"id": ["ne_t"]}');
 -- the DETAIL is the ErrorResponse with the same code.
 --
 
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE call;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ' code ' || (detail::jsonb ->> 'code');
-END
-$$;
+\i test/sql/outcome.sql
 
 SELECT call, pg_temp.outcome('SELECT ' || call) AS outcome
 FROM (VALUES

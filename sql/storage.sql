@@ -76,17 +76,7 @@ ROLLBACK TO SAVEPOINT s;
 SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback_to_savepoint;
 ROLLBACK;
 SELECT lance_describe_table('{"id": ["st", "b"]}') -> 'storage_options' ->> 'aws_endpoint' AS after_rollback;
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE call;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ' code ' || (detail::jsonb ->> 'code');
-END
-$$;
+\i test/sql/outcome.sql
 -- A setting whose options are no object (only a direct write can make one)
 -- troubles the tables it covers, and no others, call after call.
 SELECT lance_register_table('{"id": ["st", "bad"], "location": "s3://lake/cat/bad/t.lance"}') ? 'location' AS registered;

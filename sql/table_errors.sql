@@ -214,18 +214,7 @@ SELECT lance_table_exists('{"id": ["te", "versioned"], "version": 0}');
 -- the DETAIL is the ErrorResponse with the same code.
 --
 
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE call;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ' code ' || (detail::jsonb ->> 'code');
-END
-$$;
+\i test/sql/outcome.sql
 
 -- A missing "id" is LN013 for every operation that takes one.
 SELECT op, pg_temp.outcome(format('SELECT %I(%L)', op, '{}')) AS outcome

@@ -338,18 +338,7 @@ SELECT lance_describe_table('{"id": ["vs", "d"], "check_declared": true}');
 -- SQLSTATE: each error above is LN followed by its three-digit code, the
 -- same code as the DETAIL's ErrorResponse.
 --
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE call;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ' code ' || (detail::jsonb ->> 'code');
-END
-$$;
+\i test/sql/outcome.sql
 SELECT call, pg_temp.outcome('SELECT ' || call) AS outcome
 FROM (VALUES
     ($$lance_create_table_version('{"id": ["vs", "empty"], "version": 0, "manifest_path": "m"}')$$),
