@@ -623,6 +623,24 @@ unschedule_deletion(const S3Store *store, const char *key)
 	return found;
 }
 
+/*
+ * Keep the object p->key holds now (at most `max` bytes), if any, in `u`,
+ * to put it back if the commit fails after it was replaced.
+ */
+static void
+keep_previous(S3Undo *u, const S3Pending *p, size_t max)
+{
+	size_t len;
+	char *previous = s3_get(&p->store, p->key, max, &len);
+
+	if (previous == NULL)
+		return;
+	u->previous = MemoryContextAllocHuge(TopTransactionContext, len + 1);
+	memcpy(u->previous, previous, len);
+	u->previous_len = len;
+	u->replaced = top_strdup(p->key);
+}
+
 /* Write one pending change at pre-commit, keeping what it replaces for an abort. */
 static void
 apply_pending(const S3Pending *p)
@@ -649,35 +667,13 @@ apply_pending(const S3Pending *p)
 		return;
 	}
 	if (!p->create)
-	{
-		size_t len;
-		char *previous = s3_get(&p->store, p->key, MAX_REF_SIZE, &len);
-
-		if (previous != NULL)
-		{
-			u->previous = MemoryContextAlloc(TopTransactionContext, len + 1);
-			memcpy(u->previous, previous, len);
-			u->previous_len = len;
-			u->replaced = top_strdup(p->key);
-		}
-	}
+		keep_previous(u, p, MAX_REF_SIZE);
 	/*
 	 * An object that a branch deleted in this transaction left is no other
 	 * writer's: it is replaced, and put back as it was if the commit fails.
 	 */
 	else if (unschedule_deletion(&p->store, p->key))
-	{
-		size_t len;
-		char *previous = s3_get(&p->store, p->key, SIZE_MAX, &len);
-
-		if (previous != NULL)
-		{
-			u->previous = MemoryContextAllocHuge(TopTransactionContext, len + 1);
-			memcpy(u->previous, previous, len);
-			u->previous_len = len;
-			u->replaced = top_strdup(p->key);
-		}
-	}
+		keep_previous(u, p, SIZE_MAX);
 	else if (s3_head(&p->store, p->key, NULL))
 		ln_error(LN_CONCURRENT_MODIFICATION,
 				 "\"%s\" was created by another writer while this transaction ran",
