@@ -465,6 +465,20 @@ local_check_manifest(const char *location, const char *branch, int64 version, bo
 }
 
 /*
+ * The status of the staging manifest open at `fd`, which must be a regular
+ * file: whatever its name pointed at when it was opened (`path`, for
+ * messages).
+ */
+static void
+stat_staging_file(int fd, const char *path, struct stat *st)
+{
+	if (fstat(fd, st) != 0)
+		storage_io_error("stat", path, errno);
+	if (!S_ISREG(st->st_mode))
+		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file", path);
+}
+
+/*
  * Copy `src` to a new file `dst`, both in the folder open at `dirfd`, and
  * flush it; returns the bytes copied.  The paths are for messages.
  */
@@ -482,10 +496,7 @@ copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_p
 
 	if (in < 0)
 		storage_io_error("open staging manifest", src_path, errno);
-	if (fstat(in, &st) != 0)
-		storage_io_error("stat", src_path, errno);
-	if (!S_ISREG(st.st_mode))
-		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file", src_path);
+	stat_staging_file(in, src_path, &st);
 	out = fs_open_at(dirfd, dst, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, 0600);
 	if (out < 0)
 		storage_io_error("create", dst_path, errno);
@@ -589,11 +600,7 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 		return false;
 	if (in < 0)
 		storage_io_error("open staging manifest", copy->staging_file, errno);
-	if (fstat(in, &st) != 0)
-		storage_io_error("stat", copy->staging_file, errno);
-	if (!S_ISREG(st.st_mode))
-		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file",
-				 copy->staging_file);
+	stat_staging_file(in, copy->staging_file, &st);
 
 	/*
 	 * Only the server's own file becomes the final one: another user's would
