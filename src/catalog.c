@@ -31,7 +31,6 @@
 
 typedef enum CatalogStatement
 {
-	STMT_LOOKUP_CHILD,
 	STMT_LOOKUP_CHILD_FOR_UPDATE,
 	STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
 	STMT_INSERT_OBJECT,
@@ -147,10 +146,6 @@ typedef struct StatementDef
 	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(metadata))"
 
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
-	[STMT_LOOKUP_CHILD] = {"SELECT " OBJECT_COLUMNS
-						   " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2",
-						   2,
-						   {INT8OID, TEXTOID}},
 	[STMT_LOOKUP_CHILD_FOR_UPDATE] =
 		{"SELECT " OBJECT_COLUMNS " FROM lance_catalog.object WHERE parent_id = $1 AND name = $2"
 		 " FOR UPDATE",
@@ -785,7 +780,6 @@ bool
 catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock, CatalogObject *out)
 {
 	static const CatalogStatement statements[] = {
-		[CATALOG_NO_LOCK] = STMT_LOOKUP_CHILD,
 		[CATALOG_KEY_SHARE] = STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
 		[CATALOG_FOR_UPDATE] = STMT_LOOKUP_CHILD_FOR_UPDATE};
 	Datum values[2];
