@@ -9,6 +9,13 @@
 // (s3rver's continuation tokens, the pages of a listing of more than 1000
 // keys, are DES-encrypted: OpenSSL 3 has DES in its legacy provider only.)
 //
+// S3 answers a PUT once the object is stored: a GET, HEAD or copy after it
+// sees the whole object.  s3rver 3.7 answers while its write stream may
+// still be writing (a copy made at once could copy an empty file, and a
+// HEAD give size 0), so this server replaces its PUT with one that writes a
+// temporary file, renames it into place when it is complete, and only then
+// answers.
+//
 // Serves path-style S3 on 127.0.0.1:<port>, access key "S3RVER", secret
 // "S3RVER", bucket "lake" made at start.  A request whose signature does not
 // verify is answered 403 SignatureDoesNotMatch, and counted.  Unsigned
@@ -26,8 +33,45 @@
 // [..the last 200 "METHOD path"..]}.
 import crypto from "node:crypto";
 import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import aws4 from "aws4";
 import S3rver from "s3rver";
+import FilesystemStore from "s3rver/lib/stores/filesystem.js";
+
+/* s3rver's PUT, answered only once the object is whole and in place (see above). */
+FilesystemStore.prototype.putObject = async function putObject(object) {
+  const objectPath = this.getResourcePath(object.bucket, object.key, "object");
+  const temp = `${objectPath}.${crypto.randomBytes(8).toString("hex")}.partial`;
+  const md5 = crypto.createHash("md5");
+  let size = 0;
+  await fs.promises.mkdir(path.dirname(objectPath), { recursive: true });
+  try {
+    if (Buffer.isBuffer(object.content)) {
+      await fs.promises.writeFile(temp, object.content);
+      md5.update(object.content);
+      size = object.content.length;
+    } else {
+      const count = new Transform({
+        transform(chunk, encoding, callback) {
+          md5.update(chunk, encoding);
+          size += chunk.length;
+          callback(null, chunk);
+        },
+      });
+      await pipeline(object.content, count, fs.createWriteStream(temp));
+    }
+    await fs.promises.rename(temp, objectPath);
+  } catch (err) {
+    await fs.promises.rm(temp, { force: true });
+    throw err;
+  }
+  const digest = md5.digest("hex");
+  await this.putMetadata(object.bucket, object.key, object.metadata, digest);
+  return { size, md5: digest };
+};
 
 export const ACCESS_KEY = "S3RVER";
 export const SECRET_KEY = "S3RVER";
