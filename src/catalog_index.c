@@ -780,6 +780,7 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 	/* nothing shorter than "scheme://" and a bucket's first letter is a setting */
 	size_t shortest = scheme_end != NULL ? (size_t)(scheme_end - folder) + 4 : 1;
 	bool found = false;
+	text *candidate;
 
 	if (!kept.loaded)
 		keep_settings(snapshot, storage, cxt);
@@ -797,6 +798,11 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		return setting != NULL;
 	}
 
+	/*
+	 * One text value serves every candidate, cut shorter in place: a folder
+	 * of many levels costs one copy of it, not one per level.
+	 */
+	candidate = cstring_to_text_with_len(folder, len);
 	while (!found && len >= shortest)
 	{
 		ScanKeyData key;
@@ -804,8 +810,8 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		HeapTuple tuple;
 
 		CHECK_FOR_INTERRUPTS();
-		init_text_key(&key, rels.storage_attnum[STO_LOCATION],
-					  PointerGetDatum(cstring_to_text_with_len(folder, len)));
+		SET_VARSIZE(candidate, VARHDRSZ + len);
+		init_text_key(&key, rels.storage_attnum[STO_LOCATION], PointerGetDatum(candidate));
 		scan = systable_beginscan(storage, rels.storage_key, true, snapshot, 1, &key);
 		tuple = systable_getnext(scan);
 		if (HeapTupleIsValid(tuple))
