@@ -3,43 +3,8 @@ EXTENSION = lance_namespace
 EXTVERSION = 0.4.0
 
 MODULE_big = lance_namespace
-OBJS = \
-	src/lance_namespace.o \
-	src/sql_api.o \
-	src/rest.o \
-	src/maintenance.o \
-	src/worker.o \
-	src/extension_guard.o \
-	src/frame.o \
-	src/access.o \
-	src/grants.o \
-	src/api_keys.o \
-	src/storage_settings.o \
-	src/registry.o \
-	src/ops_namespace.o \
-	src/ops_table.o \
-	src/ops_version.o \
-	src/ops_batch.o \
-	src/ops_refs.o \
-	src/ops_transaction.o \
-	src/versions.o \
-	src/refs.o \
-	src/branch_manifest.o \
-	src/objects.o \
-	src/changes.o \
-	src/json_edge.o \
-	src/json_tree.o \
-	src/request.o \
-	src/catalog.o \
-	src/catalog_index.o \
-	src/storage_backend.o \
-	src/storage.o \
-	src/storage_s3.o \
-	src/s3_client.o \
-	src/storage_refs.o \
-	src/storage_fs.o \
-	src/location.o \
-	src/error.o
+# The module entry point, then every layer's folder (see the README's "Layout").
+OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c src/*/*.c))
 
 # One install script per release, and upgrade scripts from 0.1.0 on.
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
@@ -68,7 +33,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
-$(OBJS): $(wildcard src/*.h) src/operations.def
+$(OBJS): $(wildcard src/*/*.h) src/frame/operations.def
 
 # installcheck runs the specs in a fresh $(ISOLATION_DB) with the extension and
 # the helpers, made here whenever the isolation suite is to run.
@@ -85,4 +50,4 @@ installcheck: isolation-database
 # Format the C sources with the committed .clang-format.
 .PHONY: format
 format:
-	clang-format -i src/*.c src/*.h
+	clang-format -i src/*.c src/*/*.c src/*/*.h

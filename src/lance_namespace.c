@@ -8,13 +8,13 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "catalog.h"
-#include "changes.h"
-#include "extension_guard.h"
-#include "location.h"
-#include "rest.h"
-#include "storage.h"
-#include "worker.h"
+#include "catalog/catalog.h"
+#include "feed/changes.h"
+#include "http/rest.h"
+#include "maintenance/extension_guard.h"
+#include "maintenance/worker.h"
+#include "storage/location.h"
+#include "storage/storage.h"
 
 PG_MODULE_MAGIC;
 

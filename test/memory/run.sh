@@ -313,7 +313,7 @@ scan_logs() {
 # The scanner itself: it must find a report with a frame in our source (or
 # in the library without debug information) and leave one wholly in postgres.
 fake="$WORK/fake.log"
-frame="lance_rest ($comp_dir/src/rest.c:1)"
+frame="lance_rest ($comp_dir/src/http/rest.c:1)"
 [[ -n "$comp_dir" ]] || frame="??? (in $LIB)"
 {
 	printf '==1== Invalid read of size 1\n==1==    at 0x1: %s\n==1==    by 0x2: main (in /usr/lib/postgresql/15/bin/postgres)\n==1== \n' "$frame"

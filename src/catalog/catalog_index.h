@@ -1,0 +1,32 @@
+/*
+ * catalog_index.h
+ *		The catalog's key look-ups by direct index scans (catalog.c's
+ *		helpers for the hot paths).
+ */
+#ifndef LN_CATALOG_INDEX_H
+#define LN_CATALOG_INDEX_H
+
+#include "../common/types.h"
+#include "catalog.h"
+
+/* a namespace's or table's row as a look-up by key reads it */
+typedef struct CatalogChild
+{
+	int64 id;
+	bool is_table;
+	char *location; /* tables only, when asked for */
+	bool declared;	/* tables only, when asked for */
+} CatalogChild;
+
+extern bool catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
+									 MemoryContext cxt);
+extern bool catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out,
+									 MemoryContext cxt);
+extern Oid catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len);
+extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
+									const char *table_name, CatalogChild *table, int limit,
+									LnTableVersion **versions, int *nversions, MemoryContext cxt);
+extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,
+									   MemoryContext cxt);
+extern void catalog_index_forget_storage(void);
+#endif

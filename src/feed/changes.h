@@ -1,0 +1,17 @@
+/*
+ * changes.h
+ *		The commit log: one entry per call that changed the catalog.
+ */
+#ifndef LN_CHANGES_H
+#define LN_CHANGES_H
+
+#include "../common/types.h"
+
+extern void changes_init(void);
+extern void changes_begin(void);
+extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version);
+extern void changes_queue_drop(const char *location);
+extern void changes_set_properties(const LnMap *properties);
+extern char *changes_record(const char *operation, const LnMap *context);
+
+#endif /* LN_CHANGES_H */

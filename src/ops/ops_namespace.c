@@ -1,0 +1,225 @@
+/*
+ * ops_namespace.c
+ *		Namespace operations: CreateNamespace, ListNamespaces,
+ *		DescribeNamespace, DropNamespace, NamespaceExists.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "../access/access.h"
+#include "../catalog/catalog.h"
+#include "../common/error.h"
+#include "../common/request.h"
+#include "../feed/changes.h"
+#include "../model/objects.h"
+#include "../storage/storage.h"
+#include "ops_namespace.h"
+
+typedef enum CreateMode
+{
+	CREATE_MODE_CREATE,
+	CREATE_MODE_EXIST_OK,
+	CREATE_MODE_OVERWRITE
+} CreateMode;
+
+static const LnEnumValue create_modes[] = {{"Create", CREATE_MODE_CREATE},
+										   {"ExistOk", CREATE_MODE_EXIST_OK},
+										   {"Overwrite", CREATE_MODE_OVERWRITE},
+										   {NULL, 0}};
+
+typedef enum DropMode
+{
+	DROP_MODE_FAIL,
+	DROP_MODE_SKIP
+} DropMode;
+
+static const LnEnumValue drop_modes[] = {
+	{"Fail", DROP_MODE_FAIL}, {"Skip", DROP_MODE_SKIP}, {NULL, 0}};
+
+typedef enum DropBehavior
+{
+	DROP_RESTRICT,
+	DROP_CASCADE
+} DropBehavior;
+
+static const LnEnumValue drop_behaviors[] = {
+	{"Restrict", DROP_RESTRICT}, {"Cascade", DROP_CASCADE}, {NULL, 0}};
+
+/*
+ * CreateNamespace.  The parent is found with a key share lock, so that a
+ * create waits for a concurrent drop of its parent and then answers that
+ * the parent does not exist.  The insert itself decides whether the name is
+ * free, so that of two concurrent creators exactly one creates; the other
+ * then finds the winner's namespace (or table) and follows its mode.
+ */
+/*
+ * A namespace's "location" property is where the catalog puts its tables.
+ * Where the catalog manages versions (below lance_namespace.local_roots or
+ * an S3 storage setting) it writes and removes there, and hands out the
+ * setting's credentials: only an administrator chooses such a place, as
+ * only one names a table's folder there.
+ */
+static void
+check_location_property(const LnRequest *req, const LnMap *properties)
+{
+	const char *location = ln_map_get(properties, "location");
+
+	if (location == NULL || access_caller_is_admin())
+		return;
+	/* the tables go below it */
+	if (storage_is_managed(psprintf("%s/t", location)))
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Create the namespace without a location, or ask an administrator.",
+						"only an administrator gives namespace \"%s\" a location where the "
+						"catalog manages versions (below lance_namespace.local_roots or a storage "
+						"setting)",
+						ln_id_string(&req->id, req->id.len));
+}
+
+void
+op_create_namespace(const LnRequest *req, LnResponse *resp)
+{
+	CreateMode mode = ln_parse_enum(req->mode, "mode", create_modes, CREATE_MODE_CREATE);
+	LnMap properties = (req->present & LN_REQ_PROPERTIES) ? req->properties : ln_empty_map();
+	const char *name;
+	CatalogObject parent;
+	CatalogObject existing;
+
+	ln_require_id(req);
+	check_location_property(req, &properties);
+	if (req->id.len == 0)
+	{
+		if (mode != CREATE_MODE_EXIST_OK)
+			ln_error(LN_NAMESPACE_ALREADY_EXISTS, "the root namespace always exists");
+		resp->fields = LN_RESP_PROPERTIES;
+		resp->properties = ln_empty_map();
+		return;
+	}
+	name = req->id.names[req->id.len - 1];
+
+	if (!objects_find_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &parent, NULL))
+		ln_error(LN_NAMESPACE_NOT_FOUND, "parent namespace \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len - 1));
+
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = properties;
+	for (;;)
+	{
+		if (catalog_insert_object(parent.id, false, name, &properties, NULL, false, false,
+								  access_caller()) != 0)
+		{
+			changes_touch(&req->id, req->id.len, true, -1);
+			return;
+		}
+		/* the name is taken; by what, now that the one who took it has committed */
+		if (catalog_lookup_child(
+				parent.id, name,
+				mode == CREATE_MODE_OVERWRITE ? CATALOG_FOR_UPDATE : CATALOG_NO_LOCK, &existing))
+			break;
+		/* removed by a transaction that committed since: the name is free again */
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (existing.is_table)
+		ln_error(LN_NAMESPACE_ALREADY_EXISTS,
+				 "cannot create namespace \"%s\": a table of that name exists",
+				 ln_id_string(&req->id, req->id.len));
+
+	switch (mode)
+	{
+		case CREATE_MODE_CREATE:
+			ln_error(LN_NAMESPACE_ALREADY_EXISTS, "namespace \"%s\" already exists",
+					 ln_id_string(&req->id, req->id.len));
+		case CREATE_MODE_EXIST_OK:
+			resp->properties = existing.properties;
+			break;
+		case CREATE_MODE_OVERWRITE:
+			/* Overwrite is a drop and a create: it needs manage, as the drop does */
+			access_require(existing.id, &req->id, req->id.len, true, LN_PRIV_MANAGE);
+			/* the drop restricts, as by default */
+			if (catalog_has_children(existing.id))
+				ln_error(LN_NAMESPACE_NOT_EMPTY,
+						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",
+						 ln_id_string(&req->id, req->id.len));
+			catalog_set_properties(existing.id, &properties);
+			changes_touch(&req->id, req->id.len, true, -1);
+			break;
+	}
+}
+
+void
+op_list_namespaces(const LnRequest *req, LnResponse *resp)
+{
+	int limit = ln_page_limit(req);
+	const char *after = req->page_token ? req->page_token : "";
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
+
+	resp->fields = LN_RESP_NAMESPACES;
+	resp->nnames = catalog_list_children(ns.id, false, true, after, limit + 1, access_list_reader(),
+										 &resp->names);
+	ln_cut_page(resp, limit);
+}
+
+void
+op_describe_namespace(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = ns.properties;
+}
+
+void
+op_namespace_exists(const LnRequest *req, LnResponse *resp)
+{
+	CatalogObject ns;
+
+	ln_require_id(req);
+	objects_get_namespace(&req->id, req->id.len, CATALOG_NO_LOCK, &ns, NULL);
+	resp->fields = 0; /* exists: an empty answer */
+}
+
+/*
+ * DropNamespace.  The namespace row is locked first: a transaction adding a
+ * child holds a key lock on it, so the lock waits for that transaction and the
+ * emptiness check then sees its child.
+ */
+void
+op_drop_namespace(const LnRequest *req, LnResponse *resp)
+{
+	DropMode mode = ln_parse_enum(req->mode, "mode", drop_modes, DROP_MODE_FAIL);
+	DropBehavior behavior = ln_parse_enum(req->behavior, "behavior", drop_behaviors, DROP_RESTRICT);
+	CatalogObject ns;
+
+	ln_require_id(req);
+	if (req->id.len == 0)
+		ln_error(LN_INVALID_INPUT, "the root namespace cannot be dropped");
+
+	if (!objects_find_namespace(&req->id, req->id.len, CATALOG_FOR_UPDATE, &ns, NULL))
+	{
+		if (mode == DROP_MODE_SKIP)
+			return;
+		ln_error(LN_NAMESPACE_NOT_FOUND, "namespace \"%s\" does not exist",
+				 ln_id_string(&req->id, req->id.len));
+	}
+
+	if (behavior == DROP_RESTRICT)
+	{
+		if (catalog_has_children(ns.id))
+			ln_error_detail(LN_NAMESPACE_NOT_EMPTY,
+							"Drop its tables and namespaces first, or drop with behavior Cascade.",
+							"namespace \"%s\" is not empty", ln_id_string(&req->id, req->id.len));
+		catalog_delete_object(ns.id);
+	}
+	else
+		catalog_delete_subtree(ns.id);
+	changes_touch(&req->id, req->id.len, true, -1);
+
+	resp->fields = LN_RESP_PROPERTIES;
+	resp->properties = ns.properties;
+}

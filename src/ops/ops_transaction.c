@@ -1,0 +1,153 @@
+/*
+ * ops_transaction.c
+ *		DescribeTransaction and AlterTransaction: the status and properties
+ *		of the commit log's entries.
+ */
+#include "postgres.h"
+
+#include "../access/access.h"
+#include "../catalog/catalog.h"
+#include "../common/error.h"
+#include "../common/request.h"
+#include "ops_transaction.h"
+
+static const LnEnumValue statuses[] = {{"Queued", 0}, {"Running", 1},  {"Succeeded", 2},
+									   {"Failed", 3}, {"Canceled", 4}, {NULL, 0}};
+
+typedef enum SetMode
+{
+	SET_OVERWRITE,
+	SET_FAIL,
+	SET_SKIP
+} SetMode;
+
+static const LnEnumValue set_modes[] = {
+	{"Overwrite", SET_OVERWRITE}, {"Fail", SET_FAIL}, {"Skip", SET_SKIP}, {NULL, 0}};
+
+typedef enum UnsetMode
+{
+	UNSET_SKIP,
+	UNSET_FAIL
+} UnsetMode;
+
+static const LnEnumValue unset_modes[] = {{"Skip", UNSET_SKIP}, {"Fail", UNSET_FAIL}, {NULL, 0}};
+
+/*
+ * The transaction id a request names: `id` holds it as its only name (the
+ * REST path's {id}).  Anything that is not a UUID names no transaction.
+ */
+static const char *
+transaction_id_of(const LnRequest *req)
+{
+	const char *id;
+	size_t len;
+
+	ln_require_id(req);
+	if (req->id.len != 1)
+		ln_error(LN_INVALID_INPUT, "field \"id\" must hold one transaction id");
+	id = req->id.names[0];
+	len = strlen(id);
+	if (len != 36 || strspn(id, "0123456789abcdefABCDEF-") != len || id[8] != '-' ||
+		id[13] != '-' || id[18] != '-' || id[23] != '-')
+		ln_error(LN_TRANSACTION_NOT_FOUND, "transaction \"%s\" does not exist", id);
+	return id;
+}
+
+static void
+get_transaction(const char *id, bool for_update, LnResponse *resp)
+{
+	char *role;
+
+	/* a caller sees and changes the entries of its own roles, as if no others existed */
+	if (!catalog_get_change(id, for_update, &resp->status, &resp->properties, &role) ||
+		!access_acts_for(role))
+		ln_error(LN_TRANSACTION_NOT_FOUND, "transaction \"%s\" does not exist", id);
+	resp->fields = LN_RESP_STATUS | LN_RESP_PROPERTIES;
+}
+
+void
+op_describe_transaction(const LnRequest *req, LnResponse *resp)
+{
+	get_transaction(transaction_id_of(req), false, resp);
+}
+
+/*
+ * AlterTransaction: apply every action to the entry, in order, all or none
+ * (an error leaves the entry as it was: the caller's transaction aborts).
+ */
+void
+op_alter_transaction(const LnRequest *req, LnResponse *resp)
+{
+	const char *id = transaction_id_of(req);
+	LnMap *props = &resp->properties;
+
+	if ((req->present & LN_REQ_ACTIONS) == 0 || req->nactions == 0)
+		ln_error(LN_INVALID_INPUT, "field \"actions\" must hold at least one action");
+	get_transaction(id, true, resp);
+
+	/* room for every property an action may add */
+	{
+		char **keys = palloc(sizeof(char *) * (props->len + req->nactions + 1));
+		char **values = palloc(sizeof(char *) * (props->len + req->nactions + 1));
+
+		memcpy(keys, props->keys, sizeof(char *) * props->len);
+		memcpy(values, props->values, sizeof(char *) * props->len);
+		props->keys = keys;
+		props->values = values;
+	}
+
+	for (int i = 0; i < req->nactions; i++)
+	{
+		const LnTransactionAction *a = &req->actions[i];
+		int at;
+
+		ln_error_set_element(psprintf("actions[%d]", i));
+		switch (a->kind)
+		{
+			case LN_ACTION_SET_STATUS:
+				resp->status =
+					(char *)statuses[ln_parse_enum(a->status, "status", statuses, 0)].name;
+				/* Queued hands a folder to lance_process_drops(): an administrator's call */
+				if (strcmp(resp->status, "Queued") == 0 && !access_caller_is_admin())
+					ln_error(LN_PERMISSION_DENIED,
+							 "only an administrator sets a transaction's status to Queued");
+				break;
+			case LN_ACTION_SET_PROPERTY:
+				at = ln_map_index(props, a->key);
+				if (at < 0)
+				{
+					(void)ln_parse_enum(a->mode, "mode", set_modes, SET_OVERWRITE);
+					props->keys[props->len] = a->key;
+					props->values[props->len++] = a->value;
+				}
+				else
+					switch ((SetMode)ln_parse_enum(a->mode, "mode", set_modes, SET_OVERWRITE))
+					{
+						case SET_OVERWRITE:
+							props->values[at] = a->value;
+							break;
+						case SET_FAIL:
+							ln_error(LN_CONCURRENT_MODIFICATION,
+									 "property \"%s\" of transaction \"%s\" is set already", a->key,
+									 id);
+						case SET_SKIP:
+							break;
+					}
+				break;
+			case LN_ACTION_UNSET_PROPERTY:
+				at = ln_map_index(props, a->key);
+				if (ln_parse_enum(a->mode, "mode", unset_modes, UNSET_SKIP) == UNSET_FAIL && at < 0)
+					ln_error(LN_INVALID_INPUT, "property \"%s\" of transaction \"%s\" is not set",
+							 a->key, id);
+				if (at >= 0)
+				{
+					props->keys[at] = props->keys[props->len - 1];
+					props->values[at] = props->values[props->len - 1];
+					props->len--;
+				}
+				break;
+		}
+	}
+	ln_error_set_element(NULL);
+	catalog_set_change(id, resp->status, props);
+}

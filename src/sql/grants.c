@@ -1,0 +1,263 @@
+/*
+ * grants.c
+ *		lance_grant, lance_revoke and lance_list_grants: privileges on
+ *		namespaces and tables, and who may read which change log entries.
+ *
+ * Grants are catalog rows (lance_catalog.grant), dumped with the catalog,
+ * and each grant or revoke is an entry of the change log.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "../access/access.h"
+#include "../catalog/catalog.h"
+#include "../common/error.h"
+#include "../common/request.h"
+#include "../feed/changes.h"
+#include "../frame/frame.h"
+#include "../json/json_edge.h"
+
+/*
+ * The object `id` names, which the caller needs `privilege` on; one it
+ * cannot read does not exist for it.
+ */
+static int64
+find_object(const LnId *id, LnPrivilege privilege, bool *is_namespace)
+{
+	int64 object = CATALOG_ROOT_ID;
+	bool is_table = false;
+
+	for (int i = 0; i < id->len; i++)
+	{
+		if (is_table || !catalog_lookup_child_id(object, id->names[i], &object, &is_table) ||
+			(i == id->len - 1 && !access_may(object, LN_PRIV_READ)))
+			ln_error(LN_NAMESPACE_NOT_FOUND, "no namespace or table \"%s\" exists",
+					 ln_id_string(id, id->len));
+	}
+	*is_namespace = !is_table;
+	if (!access_may(object, privilege))
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Ask a role with manage on it (or a member of lance_admin).",
+						"role \"%s\" may not %s the grants on \"%s\"", access_caller_name(),
+						privilege == LN_PRIV_MANAGE ? "change" : "read",
+						id->len ? ln_id_string(id, id->len) : "the root namespace");
+	return object;
+}
+
+static Jsonb *
+grant_or_revoke(Jsonb *request, bool grant)
+{
+	LnId id;
+	char *role_name;
+	char *privilege_name;
+	LnPrivilege privilege;
+	Oid role;
+	int64 object;
+	bool is_namespace;
+	bool changed;
+	char *transaction_id;
+	LnMap properties = {2, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
+	LnMap no_context = {0, NULL, NULL};
+
+	json_decode_grant(request, true, &id, &role_name, &privilege_name);
+	privilege = access_parse_privilege(privilege_name);
+	role = get_role_oid(role_name, true);
+	if (!OidIsValid(role))
+		ln_error(LN_INVALID_INPUT, "role \"%s\" does not exist", role_name);
+
+	access_begin();
+	catalog_begin();
+	object = find_object(&id, LN_PRIV_MANAGE, &is_namespace);
+	if (grant)
+		changed = catalog_insert_grant(object, role, privilege, access_caller());
+	else
+		changed = catalog_delete_grant(object, role, privilege);
+
+	changes_begin();
+	if (changed)
+	{
+		properties.keys[0] = "role";
+		properties.values[0] = role_name;
+		properties.keys[1] = "privilege";
+		properties.values[1] = privilege_name;
+		changes_touch(&id, id.len, is_namespace, -1);
+		changes_set_properties(&properties);
+	}
+	transaction_id = changes_record(grant ? "Grant" : "Revoke", &no_context);
+	catalog_end();
+	return json_encode_grant(&id, role_name, privilege_name, changed, transaction_id);
+}
+
+PG_FUNCTION_INFO_V1(lance_grant);
+Datum
+lance_grant(PG_FUNCTION_ARGS)
+{
+	Jsonb *result = NULL;
+
+	LANCE_SQL_ENTRY(result, grant_or_revoke(PG_GETARG_JSONB_P(0), true));
+	PG_RETURN_JSONB_P(result);
+}
+
+PG_FUNCTION_INFO_V1(lance_revoke);
+Datum
+lance_revoke(PG_FUNCTION_ARGS)
+{
+	Jsonb *result = NULL;
+
+	LANCE_SQL_ENTRY(result, grant_or_revoke(PG_GETARG_JSONB_P(0), false));
+	PG_RETURN_JSONB_P(result);
+}
+
+static Jsonb *
+list_grants(Jsonb *request)
+{
+	LnId id;
+	bool is_namespace;
+	char **roles;
+	char **privileges;
+	int n;
+
+	json_decode_grant(request, false, &id, NULL, NULL);
+	access_begin();
+	catalog_begin();
+	n = catalog_list_grants(find_object(&id, LN_PRIV_READ, &is_namespace), &roles, &privileges);
+	catalog_end();
+	return json_encode_grants(&id, n, roles, privileges);
+}
+
+PG_FUNCTION_INFO_V1(lance_list_grants);
+Datum
+lance_list_grants(PG_FUNCTION_ARGS)
+{
+	Jsonb *result = NULL;
+
+	LANCE_SQL_ENTRY(result, list_grants(PG_GETARG_JSONB_P(0)));
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * What the current caller may read, by object path, for the entries one
+ * statement reads: a feed reader meets the same few objects in entry after
+ * entry.  Kept for one statement of one transaction and one caller (and
+ * one command of it, so that a grant made since is seen), and for at most
+ * READABLE_MAX_PATHS short paths, so that it stays small; others are
+ * looked up each time.
+ */
+#define READABLE_KEY_SIZE  256
+#define READABLE_MAX_PATHS 10000
+
+typedef struct ReadableEntry
+{
+	char path[READABLE_KEY_SIZE];
+	bool readable;
+} ReadableEntry;
+
+static HTAB *readable_cache = NULL;
+static LocalTransactionId readable_lxid = InvalidLocalTransactionId;
+static TimestampTz readable_statement = 0;
+static CommandId readable_command = InvalidCommandId;
+static Oid readable_caller = InvalidOid;
+
+static HTAB *
+readable_paths(void)
+{
+	CommandId command = GetCurrentCommandId(false);
+	TimestampTz statement = GetCurrentStatementStartTimestamp();
+
+	if (readable_cache == NULL || readable_lxid != MyProc->lxid ||
+		readable_statement != statement || readable_command != command ||
+		readable_caller != access_caller())
+	{
+		HASHCTL ctl;
+
+		/* an earlier transaction's table went with its memory */
+		if (readable_cache != NULL && readable_lxid == MyProc->lxid)
+			hash_destroy(readable_cache);
+		readable_cache = NULL;
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = READABLE_KEY_SIZE;
+		ctl.entrysize = sizeof(ReadableEntry);
+		ctl.hcxt = TopTransactionContext;
+		readable_cache = hash_create("lance_namespace readable paths", 64, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		readable_lxid = MyProc->lxid;
+		readable_statement = statement;
+		readable_command = command;
+		readable_caller = access_caller();
+	}
+	return readable_cache;
+}
+
+/* Whether the caller may read the object path `text` names (catalog session open). */
+static bool
+may_read_path_text(const char *text)
+{
+	HTAB *cache = NULL;
+	ReadableEntry *entry;
+	bool readable;
+	LnId id;
+
+	if (strlen(text) < READABLE_KEY_SIZE)
+	{
+		cache = readable_paths();
+		entry = hash_search(cache, text, HASH_FIND, NULL);
+		if (entry != NULL)
+			return entry->readable;
+	}
+	id = ln_id_parse(text);
+	readable = access_may_read_path(&id);
+	/* kept once answered: an error leaves no entry without an answer */
+	if (cache != NULL && hash_get_num_entries(cache) < READABLE_MAX_PATHS)
+	{
+		entry = hash_search(cache, text, HASH_ENTER, NULL);
+		entry->readable = readable;
+	}
+	return readable;
+}
+
+/*
+ * lance_catalog.may_read_change(objects, role): whether the current user
+ * may read a change log entry: one it (or a role whose privileges it has)
+ * made, or one whose objects it can all read now (for an object gone since,
+ * the namespace it was in).  Called per entry by the view
+ * lance_catalog.visible_change.
+ */
+PG_FUNCTION_INFO_V1(lance_may_read_change);
+Datum
+lance_may_read_change(PG_FUNCTION_ARGS)
+{
+	ArrayType *objects = PG_GETARG_ARRAYTYPE_P(0);
+	Name role = PG_GETARG_NAME(1);
+	Datum *names;
+	bool *nulls;
+	int n;
+	bool may = false;
+
+	access_begin();
+	if (access_acts_for(NameStr(*role)))
+		PG_RETURN_BOOL(true);
+
+	/* every object it touched, so that an entry shows no name the caller may not see */
+	deconstruct_array(objects, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &n);
+	may = n > 0;
+	catalog_begin();
+	for (int i = 0; i < n && may; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!nulls[i])
+			may = may_read_path_text(TextDatumGetCString(names[i]));
+	}
+	catalog_end();
+	PG_RETURN_BOOL(may);
+}

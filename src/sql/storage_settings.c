@@ -1,0 +1,169 @@
+/*
+ * storage_settings.c
+ *		lance_set_storage, lance_remove_storage and lance_list_storage: the
+ *		object stores tables live in, and the options that reach them.
+ *
+ * A setting is an S3 location prefix and Lance's storage options for it
+ * (lance_catalog.storage).  The catalog uses them to write manifests, tags
+ * and branches of the tables below the prefix, and hands them to callers
+ * that may read such a table (DescribeTable, DeclareTable, CreateTable).
+ * Only administrators set, remove and list them; a listing shows secret
+ * options (keys, tokens) as "****", and they never enter the change log.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/jsonb.h"
+
+#include "../access/access.h"
+#include "../catalog/catalog.h"
+#include "../common/error.h"
+#include "../frame/frame.h"
+#include "../json/json_edge.h"
+#include "../storage/location.h"
+#include "../storage/storage.h"
+
+#define HIDDEN "****"
+
+/* `options` with secret values replaced by HIDDEN. */
+static LnMap
+without_secrets(const LnMap *options)
+{
+	LnMap shown = {options->len, palloc(sizeof(char *) * (options->len + 1)),
+				   palloc(sizeof(char *) * (options->len + 1))};
+
+	for (int i = 0; i < options->len; i++)
+	{
+		shown.keys[i] = options->keys[i];
+		shown.values[i] =
+			storage_option_is_secret(options->keys[i]) ? pstrdup(HIDDEN) : options->values[i];
+	}
+	return shown;
+}
+
+/* The spelling a setting is kept under: the folder key of its prefix. */
+static char *
+setting_key(const char *location)
+{
+	char *key = location_folder_key(location);
+
+	if (key == NULL || pg_strncasecmp(location, "s3://", 5) != 0)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Give an S3 URI: s3://bucket or s3://bucket/prefix, the bucket named as S3 "
+						"names buckets (3 to 63 lower-case letters, digits, '.' and '-').",
+						"storage location \"%s\" is not an S3 location", location);
+	return key;
+}
+
+static Jsonb *
+set_storage(Jsonb *request)
+{
+	char *location;
+	LnMap options;
+	LnMap shown;
+	char *key;
+
+	json_decode_storage_setting(request, true, &location, &options);
+	access_begin();
+	access_require_admin("lance_set_storage");
+	key = setting_key(location);
+	storage_check_setting(key, &options);
+	catalog_begin();
+	/*
+	 * Tables registered while nothing managed the prefix were never held to
+	 * one folder each: managed, two on one folder would write (and undo)
+	 * each other's manifests.
+	 */
+	{
+		char *a;
+		char *b;
+
+		if (catalog_folders_shared_below(key, &a, &b))
+			ln_error_detail(LN_INVALID_INPUT, "Move or deregister one of them first.",
+							"tables at \"%s\" and \"%s\" share a folder below \"%s\": the "
+							"catalog cannot manage their versions",
+							a, b, key);
+	}
+	catalog_set_storage(key, &options, access_caller());
+	catalog_end();
+	storage_forget_settings();
+	shown = without_secrets(&options);
+	return json_encode_storage_settings(1, &key, &shown, true);
+}
+
+static Jsonb *
+remove_storage(Jsonb *request)
+{
+	char *location;
+	char *key;
+	bool removed;
+
+	json_decode_storage_setting(request, false, &location, NULL);
+	access_begin();
+	access_require_admin("lance_remove_storage");
+	key = setting_key(location);
+	catalog_begin();
+	removed = catalog_remove_storage(key);
+	catalog_end();
+	storage_forget_settings();
+	if (!removed)
+		ln_error(LN_INVALID_INPUT, "there is no storage setting for \"%s\"", key);
+	return json_encode_storage_settings(1, &key, NULL, true);
+}
+
+static Jsonb *
+list_storage(void)
+{
+	char **locations;
+	LnMap *options;
+	int n;
+
+	access_begin();
+	access_require_admin("lance_list_storage");
+	catalog_begin();
+	n = catalog_list_storage(&locations, &options);
+	catalog_end();
+	for (int i = 0; i < n; i++)
+		options[i] = without_secrets(&options[i]);
+	return json_encode_storage_settings(n, locations, options, false);
+}
+
+PG_FUNCTION_INFO_V1(lance_set_storage);
+Datum
+lance_set_storage(PG_FUNCTION_ARGS)
+{
+	Jsonb *result = NULL;
+
+	LANCE_SQL_ENTRY(result, set_storage(PG_GETARG_JSONB_P(0)));
+	PG_RETURN_JSONB_P(result);
+}
+
+PG_FUNCTION_INFO_V1(lance_remove_storage);
+Datum
+lance_remove_storage(PG_FUNCTION_ARGS)
+{
+	Jsonb *result = NULL;
+
+	LANCE_SQL_ENTRY(result, remove_storage(PG_GETARG_JSONB_P(0)));
+	PG_RETURN_JSONB_P(result);
+}
+
+PG_FUNCTION_INFO_V1(lance_list_storage);
+Datum
+lance_list_storage(PG_FUNCTION_ARGS pg_attribute_unused())
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Jsonb *result = NULL;
+
+	ln_error_set_element(NULL);
+	PG_TRY();
+	{
+		result = list_storage();
+	}
+	PG_CATCH();
+	{
+		frame_raise_as_lance_error(cxt);
+	}
+	PG_END_TRY();
+	PG_RETURN_JSONB_P(result);
+}

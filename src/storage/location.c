@@ -1,0 +1,329 @@
+/*
+ * location.c
+ *		Locations, paths and URIs: derive a new table's location, encode and
+ *		decode percent escapes, and resolve a location to the canonical
+ *		local path it names.  Every other module calls these rather than
+ *		spelling out its own encoding.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "../common/error.h"
+#include "location.h"
+
+/* lance_namespace.root: where tables go when no namespace on their path has a location. */
+static char *root_location = NULL;
+
+void
+location_init(void)
+{
+	/* Superuser only: it decides where every writer puts table data. */
+	DefineCustomStringVariable("lance_namespace.root",
+							   "Root location for tables declared without a location.",
+							   "A local path or object store URI; a table's folder goes below "
+							   "it, one folder per namespace.",
+							   &root_location, "", PGC_SUSET, 0, NULL, NULL, NULL);
+}
+
+/* The root location, or NULL when none is set. */
+const char *
+location_root(void)
+{
+	return root_location != NULL && root_location[0] != '\0' ? root_location : NULL;
+}
+
+static bool
+is_safe_path_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		   c == '_' || c == '.';
+}
+
+/*
+ * Append one object name as one path segment.  Names may hold any character,
+ * so everything but letters, digits, '-', '_' and '.' is percent-encoded.  A
+ * name made only of dots ("." or "..") has no safe encoding: URI parsers read
+ * "%2E%2E" as "..", which would climb out of the folder.  Such a namespace
+ * needs an explicit location.
+ */
+static void
+append_path_segment(StringInfo buf, const char *name)
+{
+	if (strspn(name, ".") == strlen(name))
+		ln_error_detail(LN_INVALID_INPUT, "Give the table a location.",
+						"cannot derive a table location through the name \"%s\"", name);
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+	{
+		if (is_safe_path_byte(*c))
+			appendStringInfoChar(buf, (char)*c);
+		else
+			appendStringInfo(buf, "%%%02X", *c);
+	}
+}
+
+/*
+ * The location for a newly declared table: `base`, then a folder per
+ * namespace in `below_base`, then a folder for the table.  The table's folder
+ * carries a random suffix, so that a table dropped and declared again under
+ * the same name never finds the old table's files (LanceDB refuses to create
+ * a table where data already exists).
+ */
+char *
+location_for_new_table(const char *base, const LnId *below_base, const char *table_name)
+{
+	StringInfoData buf;
+	uint32 suffix;
+	size_t base_len = strlen(base);
+
+	if (!pg_strong_random(&suffix, sizeof(suffix)))
+		ln_error(LN_INTERNAL, "could not generate a random table folder suffix");
+
+	while (base_len > 0 && base[base_len - 1] == '/')
+		base_len--;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, base, base_len);
+	for (int i = 0; i < below_base->len; i++)
+	{
+		appendStringInfoChar(&buf, '/');
+		append_path_segment(&buf, below_base->names[i]);
+	}
+	appendStringInfoChar(&buf, '/');
+	append_path_segment(&buf, table_name);
+	appendStringInfo(&buf, "_%08x.lance", suffix);
+	return buf.data;
+}
+
+/*
+ * A complete URI for a location: URIs are kept as they are, and an absolute
+ * local path becomes a file:// URI.  A relative location has no URI of its
+ * own and is returned unchanged.
+ */
+char *
+location_to_uri(const char *location)
+{
+	StringInfoData buf;
+
+	if (location[0] != '/')
+		return pstrdup(location);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "file://");
+	for (const unsigned char *c = (const unsigned char *)location; *c; c++)
+	{
+		if (is_safe_path_byte(*c) || *c == '/' || *c == '~')
+			appendStringInfoChar(&buf, (char)*c);
+		else
+			appendStringInfo(&buf, "%%%02X", *c);
+	}
+	return buf.data;
+}
+
+/*
+ * Decode %XX escapes in the first `len` bytes of `s`, and '+' as a space if
+ * plus_is_space (form encoding).  NULL if an escape decodes to a NUL byte,
+ * which no C string can hold.  Escapes may decode to any other byte: the
+ * caller checks the result's encoding where it becomes a name.
+ */
+char *
+location_percent_decode(const char *s, size_t len, bool plus_is_space)
+{
+	char *out = palloc(len + 1);
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		if (s[i] == '%' && i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
+			isxdigit((unsigned char)s[i + 2]))
+		{
+			char hex[3] = {s[i + 1], s[i + 2], '\0'};
+
+			out[n] = (char)strtol(hex, NULL, 16);
+			if (out[n++] == '\0')
+				return NULL;
+			i += 2;
+		}
+		else
+			out[n++] = plus_is_space && s[i] == '+' ? ' ' : s[i];
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* True if no component of `path` is "." or ".." or empty (a "//"). */
+bool
+location_path_is_plain(const char *path)
+{
+	const char *c = path;
+
+	while (*c == '/')
+		c++;
+	while (*c)
+	{
+		size_t len = strcspn(c, "/");
+
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += len;
+		if (*c == '/')
+			c++;
+	}
+	return true;
+}
+
+/*
+ * Resolve "." and ".." and collapse "//" in an absolute path, by its
+ * spelling alone: "/r/a/../b" is "/r/b", and ".." at the top stays at "/".
+ * This matches the file system because no managed location may pass through
+ * a symbolic link (storage_check_location), so that two spellings of one
+ * folder always compare equal.
+ */
+static char *
+normalize_path(const char *path)
+{
+	char *out = palloc(strlen(path) + 2);
+	size_t len = 0;
+	const char *c = path;
+
+	while (*c)
+	{
+		size_t seg;
+
+		while (*c == '/')
+			c++;
+		seg = strcspn(c, "/");
+		if (seg == 0 || (seg == 1 && c[0] == '.'))
+			;
+		else if (seg == 2 && c[0] == '.' && c[1] == '.')
+		{
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--; /* the slash before the removed name */
+		}
+		else
+		{
+			out[len++] = '/';
+			memcpy(out + len, c, seg);
+			len += seg;
+		}
+		c += seg;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return out;
+}
+
+/*
+ * The absolute file system path a location names, normalized (see
+ * normalize_path), or NULL if it names none: an object store URI, a
+ * relative path, or a file URI of another host.  A file URI is read as
+ * Lance reads it (the scheme in any case; file:///p, file:/p and
+ * file://localhost/p alike) and percent-decoded.
+ */
+char *
+location_local_path(const char *location)
+{
+	if (pg_strncasecmp(location, "file:", 5) == 0)
+	{
+		const char *path = location + 5;
+
+		if (strncmp(path, "//", 2) == 0)
+		{
+			const char *authority = path + 2;
+			size_t authority_len = strcspn(authority, "/");
+
+			if (authority_len != 0 &&
+				!(authority_len == 9 && pg_strncasecmp(authority, "localhost", 9) == 0))
+				return NULL;
+			path = authority + authority_len;
+		}
+		if (path[0] != '/')
+			return NULL;
+		location = location_percent_decode(path, strlen(path), false);
+		/* escapes can spell any byte: a path that is not text names no folder we keep */
+		if (location == NULL || !pg_verify_mbstr(PG_UTF8, location, strlen(location), true))
+			return NULL;
+	}
+	if (location[0] != '/')
+		return NULL;
+	return normalize_path(location);
+}
+
+/*
+ * Split an S3 location "s3://bucket/key" into its bucket and its object key
+ * prefix: percent-decoded as Lance decodes the URI's path, "." and ".."
+ * resolved and "//" collapsed as on disk, no leading or trailing slash ("" for
+ * the bucket itself).  False if it is no S3 location, or one whose bucket or
+ * key is not plain text.
+ */
+bool
+location_s3_parse(const char *location, char **bucket, char **key)
+{
+	const char *rest;
+	size_t bucket_len;
+	char *path;
+
+	if (pg_strncasecmp(location, "s3://", 5) != 0)
+		return false;
+	rest = location + 5;
+	bucket_len = strcspn(rest, "/?#");
+	/*
+	 * S3's rules for bucket names: 3 to 63 lower-case letters, digits, '.'
+	 * and '-', beginning and ending with a letter or digit, no "..".
+	 */
+	if (bucket_len < 3 || bucket_len > 63 ||
+		strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789.-") < bucket_len ||
+		!isalnum((unsigned char)rest[0]) || !isalnum((unsigned char)rest[bucket_len - 1]))
+		return false;
+	for (size_t i = 0; i + 1 < bucket_len; i++)
+		if (rest[i] == '.' && rest[i + 1] == '.')
+			return false;
+	if (rest[bucket_len] != '\0' && rest[bucket_len] != '/')
+		return false;
+	path = location_percent_decode(rest + bucket_len, strlen(rest + bucket_len), false);
+	if (path == NULL || !pg_verify_mbstr(PG_UTF8, path, strlen(path), true))
+		return false;
+	path = normalize_path(psprintf("/%s", path));
+	*bucket = pnstrdup(rest, bucket_len);
+	*key = pstrdup(path + 1);
+	return true;
+}
+
+/*
+ * The folder a location names, in one spelling for comparing locations
+ * however written: the canonical local path (location_local_path), or
+ * "s3://bucket/key" for an S3 location; NULL for any other.
+ */
+char *
+location_folder_key(const char *location)
+{
+	char *bucket;
+	char *key;
+
+	if (location_s3_parse(location, &bucket, &key))
+		return psprintf("s3://%s%s%s", bucket, key[0] ? "/" : "", key);
+	return location_local_path(location);
+}
+
+/*
+ * lance_catalog.local_path(location): for comparing table folders however
+ * spelled (location_folder_key; the name is older than S3 support).
+ */
+PG_FUNCTION_INFO_V1(lance_local_path);
+Datum
+lance_local_path(PG_FUNCTION_ARGS)
+{
+	char *path = location_folder_key(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (path == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(path));
+}

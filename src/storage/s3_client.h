@@ -1,0 +1,51 @@
+/*
+ * s3_client.h
+ *		Requests to an S3-compatible object store: libcurl, signed with AWS
+ *		Signature V4, with timeouts, retries of what is safe to retry, and
+ *		cancellation.  It knows buckets and keys, nothing of tables.
+ */
+#ifndef LN_S3_CLIENT_H
+#define LN_S3_CLIENT_H
+
+#include "../common/types.h"
+
+/* How to reach one bucket: made from a storage setting's options. */
+typedef struct S3Store
+{
+	char *bucket;
+	char *endpoint; /* scheme://host[:port], no trailing slash */
+	char *region;
+	char *access_key_id;
+	char *secret_access_key;
+	char *session_token; /* NULL: none */
+	bool virtual_hosted; /* bucket.host/key rather than host/bucket/key */
+} S3Store;
+
+/* What a request answered; body is palloc'd. */
+typedef struct S3Result
+{
+	long status; /* HTTP status; 0 when a quiet request got no answer */
+	char *body;
+	size_t len;
+	char *error; /* a quiet request's failure, for a log line */
+} S3Result;
+
+extern void s3_init(void);
+extern void s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store);
+extern bool s3_option_is_secret(const char *name);
+
+extern bool s3_head(const S3Store *store, const char *key, int64 *size);
+extern char *s3_get(const S3Store *store, const char *key, size_t max_len, size_t *len);
+extern void s3_put(const S3Store *store, const char *key, const char *bytes, size_t len);
+extern void s3_copy(const S3Store *store, const char *from_key, const char *to_key);
+extern void s3_delete(const S3Store *store, const char *key);
+extern bool s3_delete_keys_quietly(const S3Store *store, char **keys, int n, char **error,
+								   bool *no_answer);
+extern bool s3_delete_quietly(const S3Store *store, const char *key, char **error, bool *no_answer);
+extern bool s3_put_quietly(const S3Store *store, const char *key, const char *bytes, size_t len,
+						   char **error, bool *no_answer);
+extern int s3_list(const S3Store *store, const char *prefix, int max_keys, char ***keys);
+extern char *s3_delete_prefix(const S3Store *store, const char *prefix);
+extern void s3_delete_keys_later(const S3Store *store, char **keys, int n);
+
+#endif /* LN_S3_CLIENT_H */

@@ -1,0 +1,1084 @@
+/*
+ * storage.c
+ *		Manifests on local storage.
+ *
+ * A Lance writer whose table the catalog manages writes its new manifest to
+ * a staging file next to the final one and asks the catalog to create the
+ * version.  Once the catalog holds that version's key, the staging file is
+ * copied to the final name so that the final manifest appears all at once:
+ * a temporary file in the same folder is written, flushed and then linked
+ * into place.  Nothing on disk may contradict the catalog, so a final
+ * manifest made by a transaction that rolls back (or a subtransaction that
+ * does) is removed again, and the staging file is removed only once the
+ * version is committed.
+ *
+ * Every file is reached through a descriptor of its folder, opened from the
+ * local root downward without following links (storage_fs.c), never by its
+ * path: a folder swapped for a symbolic link after a check cannot redirect
+ * what follows.  The undo list keeps paths, and each undo opens its folder
+ * the same way again.  Tags and branches are in storage_refs.c.
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/fd.h"
+#include "storage/lock.h"
+#include "common/hashfn.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/varlena.h"
+
+#include "../common/error.h"
+#include "location.h"
+#include "s3_client.h"
+#include "storage.h"
+#include "storage_internal.h"
+
+/*
+ * What a (sub)transaction did on disk, to undo if it rolls back and to
+ * finish when it commits.  Undone newest first.  Paths are below `root`,
+ * the local root they were reached from.
+ */
+typedef struct FileUndo
+{
+	char *root;
+	char *created;			/* made here: removed on abort, if still ours */
+	dev_t dev;				/* identify our file: after an abort another */
+	ino_t ino;				/* writer may already have put its own there */
+	char *set_aside;		/* moved out of the way: put back at `original` on abort, */
+	char *original;			/* removed (with what is inside) on commit */
+	char *remove_on_commit; /* served its purpose once the change commits */
+	SubTransactionId subid;
+	struct FileUndo *next;
+} FileUndo;
+
+static FileUndo *undo_list = NULL;
+
+/* lance_namespace.local_roots: folders under which the catalog manages versions. */
+static char *local_roots = NULL;
+
+static char *managing_root(const char *path, bool resolved);
+
+static char *
+transaction_tag(void)
+{
+	return psprintf(UINT64_FORMAT, U64FromFullTransactionId(GetTopFullTransactionId()));
+}
+
+/* A leftover's name next to `leaf`: the mark, the transaction's id and a nonce. */
+char *
+storage_leftover_name(const char *leaf, const char *mark)
+{
+	uint32 nonce;
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		nonce = (uint32)MyProcPid;
+	return psprintf("%s%s%s-%08x", leaf, mark, transaction_tag(), nonce);
+}
+
+void
+storage_io_error(const char *what, const char *path, int err)
+{
+	/* a name or a path the file system cannot take is the request's, not ours */
+	if (err == ENAMETOOLONG || err == ELOOP)
+		ln_error(LN_INVALID_INPUT, "could not %s \"%s\": %s", what, path, strerror(err));
+	ln_error(LN_INTERNAL, "could not %s \"%s\": %s", what, path, strerror(err));
+}
+
+/*
+ * The local root that `path` (a file or folder in a managed table) is below;
+ * every file this module touches is.
+ */
+char *
+storage_root_of(const char *path)
+{
+	char *root = managing_root(path, false);
+
+	if (root == NULL)
+		ln_error(LN_INVALID_INPUT, "\"%s\" is not below lance_namespace.local_roots", path);
+	return root;
+}
+
+/*
+ * Open folder `dir` below `root` without following any link.  A symbolic
+ * link on the way is refused (LN013): a link inside a table's folder
+ * (tree, _refs, _versions) would make the server write, move or delete
+ * files elsewhere.  A missing folder is -1 (errno ENOENT or ENOTDIR) when
+ * `missing_ok`; any other failure raises.
+ */
+int
+storage_open_folder(const char *root, const char *dir, bool missing_ok)
+{
+	size_t link_len = strlen(dir);
+	int fd = fs_open_folder(root, dir, &link_len);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == ELOOP)
+		ln_error(LN_INVALID_INPUT,
+				 "\"%s\" has a symbolic link on its path; the catalog does not follow links in "
+				 "table folders",
+				 pnstrdup(dir, Min(link_len, strlen(dir))));
+	if (missing_ok && (errno == ENOENT || errno == ENOTDIR))
+		return -1;
+	storage_io_error("open folder", dir, errno);
+}
+
+/* The folder `path` is in, opened as storage_open_folder does; *leaf gets the name in it. */
+int
+storage_open_parent(const char *root, const char *path, const char **leaf, bool missing_ok)
+{
+	const char *slash = strrchr(path, '/');
+
+	Assert(slash != NULL && slash[1] != '\0');
+	*leaf = slash + 1;
+	return storage_open_folder(root, slash == path ? "/" : pnstrdup(path, slash - path),
+							   missing_ok);
+}
+
+/* The same for the undo: never raises; -1 with errno. */
+static int
+open_parent_quiet(const char *root, const char *path, const char **leaf)
+{
+	char dir[MAXPGPATH];
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL || slash[1] == '\0' || slash - path >= MAXPGPATH)
+	{
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	*leaf = slash + 1;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = '\0';
+	return fs_open_folder(root, slash == path ? "/" : dir, NULL);
+}
+
+/* Remove the file `path` if it is there, never raising (cleanups, rollbacks). */
+void
+storage_unlink_quiet(const char *root, const char *path)
+{
+	const char *leaf;
+	int dirfd = open_parent_quiet(root, path, &leaf);
+
+	if (dirfd < 0)
+		return;
+	(void)unlinkat(dirfd, leaf, 0);
+	fs_close(dirfd);
+}
+
+/* Flush the folder open at `dirfd`, in which `path` was made. */
+void
+storage_flush_folder(int dirfd, const char *path)
+{
+	/* ERROR, not the PANIC fsync_fname would raise: these are the user's folders */
+	if (pg_fsync(dirfd) != 0 && errno != EBADF && errno != EINVAL)
+	{
+		int err = errno;
+
+		storage_io_error("flush folder of", path, err);
+	}
+}
+
+static FileUndo *
+new_undo(const char *root)
+{
+	FileUndo *undo = MemoryContextAllocZero(TopTransactionContext, sizeof(FileUndo));
+
+	undo->root = MemoryContextStrdup(TopTransactionContext, root);
+	undo->subid = GetCurrentSubTransactionId();
+	undo->next = undo_list;
+	undo_list = undo;
+	return undo;
+}
+
+/*
+ * Remember that `path`, in the folder open at `dirfd`, was made here (it
+ * exists now), to remove it on abort.
+ */
+void
+storage_undo_created(const char *root, int dirfd, const char *path, const char *remove_on_commit)
+{
+	struct stat st;
+	FileUndo *undo;
+
+	if (!fs_stat_at(dirfd, strrchr(path, '/') + 1, &st))
+		ln_error(LN_INTERNAL, "could not stat \"%s\": %s", path, strerror(errno));
+	undo = new_undo(root);
+	undo->created = MemoryContextStrdup(TopTransactionContext, path);
+	undo->dev = st.st_dev;
+	undo->ino = st.st_ino;
+	if (remove_on_commit)
+		undo->remove_on_commit = MemoryContextStrdup(TopTransactionContext, remove_on_commit);
+}
+
+/*
+ * Move `path` (a file, a folder or a link, never followed), in the folder
+ * open at `dirfd`, out of the way, to remove it when the transaction
+ * commits or put it back if it rolls back.  False if it does not exist.
+ */
+bool
+storage_set_aside(const char *root, int dirfd, const char *path)
+{
+	const char *leaf = strrchr(path, '/') + 1;
+	char *trash = storage_leftover_name(leaf, SET_ASIDE_MARK);
+	FileUndo *undo;
+
+	if (renameat(dirfd, leaf, dirfd, trash) != 0)
+	{
+		if (errno == ENOENT)
+			return false;
+		storage_io_error("move", path, errno);
+	}
+	undo = new_undo(root);
+	undo->set_aside = MemoryContextStrdup(TopTransactionContext,
+										  psprintf("%.*s%s", (int)(leaf - path), path, trash));
+	undo->original = MemoryContextStrdup(TopTransactionContext, path);
+	return true;
+}
+
+static void storage_xact_callback(XactEvent event, void *arg);
+static void storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									 SubTransactionId parentSubid, void *arg);
+
+/* local_roots must be a list of absolute folders. */
+static bool
+check_local_roots(char **newval, void **extra pg_attribute_unused(),
+				  GucSource source pg_attribute_unused())
+{
+	char *raw = pstrdup(*newval);
+	List *roots;
+	ListCell *lc;
+
+	if (!SplitDirectoriesString(raw, ',', &roots))
+	{
+		GUC_check_errdetail("List syntax is invalid.");
+		return false;
+	}
+	foreach (lc, roots)
+	{
+		if (!is_absolute_path((char *)lfirst(lc)))
+		{
+			GUC_check_errdetail("\"%s\" is not an absolute path.", (char *)lfirst(lc));
+			return false;
+		}
+	}
+	return true;
+}
+
+void
+storage_init(void)
+{
+	/*
+	 * Superuser only: the catalog writes manifests as the server's OS user
+	 * in these folders, on behalf of any role that can create versions.
+	 */
+	DefineCustomStringVariable("lance_namespace.local_roots",
+							   "Local folders whose tables have their versions managed by the "
+							   "catalog.",
+							   "A comma-separated list of absolute paths.  For tables below "
+							   "them the catalog answers managed_versioning and writes each "
+							   "version's manifest.",
+							   &local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
+	s3_init();
+	RegisterXactCallback(storage_xact_callback, NULL);
+	RegisterSubXactCallback(storage_subxact_callback, NULL);
+}
+
+/* True if lance_namespace.local_roots names at least one folder. */
+bool
+storage_has_local_roots(void)
+{
+	return local_roots != NULL && local_roots[0] != '\0';
+}
+
+/*
+ * The local root that canonical local path `path` is strictly below, with
+ * its trailing slashes cut, or NULL.  With `resolved`, the roots are taken
+ * as the file system resolves them (a root may itself be reached through a
+ * link, e.g. /var/run).
+ */
+static char *
+managing_root(const char *path, bool resolved)
+{
+	char *roots;
+	List *root_list;
+	ListCell *lc;
+
+	if (path == NULL || !storage_has_local_roots())
+		return NULL;
+	roots = pstrdup(local_roots);
+	if (!SplitDirectoriesString(roots, ',', &root_list))
+		return NULL; /* the setting's check hook refuses such a value */
+	foreach (lc, root_list)
+	{
+		char *root = (char *)lfirst(lc);
+		char real[PATH_MAX];
+		size_t len;
+
+		if (resolved && realpath(root, real) != NULL)
+			root = pstrdup(real);
+		len = strlen(root);
+		while (len > 0 && root[len - 1] == '/')
+			len--;
+		/* strictly below the root ("/" itself is the root of everything) */
+		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
+			return len == 0 ? pstrdup("/") : pnstrdup(root, len);
+	}
+	return NULL;
+}
+
+/* The file system's real path of `path`: its longest existing part resolved, the rest as is. */
+static char *
+real_path_of(const char *path)
+{
+	char *existing = pstrdup(path);
+	char resolved[PATH_MAX];
+
+	while (realpath(existing, resolved) == NULL)
+	{
+		char *slash = strrchr(existing, '/');
+
+		if (errno != ENOENT && errno != ENOTDIR)
+			storage_io_error("resolve", existing, errno);
+		if (slash == NULL || slash == existing)
+			return pstrdup(path); /* nothing of it exists */
+		*slash = '\0';
+	}
+	return psprintf("%s%s", strcmp(resolved, "/") == 0 ? "" : resolved, path + strlen(existing));
+}
+
+/*
+ * Refuse a local location that reaches the catalog's folders through a
+ * symbolic link: one below a local root whose folder the file system finds
+ * elsewhere, or one outside them that leads inside.  A table registered
+ * there would keep using another table's data after lance_process_drops()
+ * removed it, and two spellings of one folder could not be told apart.
+ * Links that lead elsewhere are the registrant's business.
+ */
+void
+local_check_location(const char *location)
+{
+	char *path = location_local_path(location);
+	char *root;
+	char *real;
+	char *expected;
+
+	if (path == NULL || !storage_has_local_roots())
+		return;
+	real = real_path_of(path);
+	root = managing_root(path, false);
+	/* below a root, only the root itself may be reached through a link */
+	/* (real_path_of("/") is "", so that "/" + the rest stays one slash) */
+	expected = root ? psprintf("%s%s", real_path_of(root),
+							   path + (strcmp(root, "/") == 0 ? 0 : strlen(root)))
+					: path;
+	if (strcmp(real, expected) != 0 && (root != NULL || managing_root(real, true) != NULL))
+		ln_error_detail(LN_INVALID_INPUT, "Register the folder by its own path, without links.",
+						"location \"%s\" passes through a symbolic link (it is \"%s\")", location,
+						real);
+}
+
+/*
+ * True if the catalog manages the versions of a table at `location`: a local
+ * path strictly below one of the folders in lance_namespace.local_roots.
+ */
+bool
+local_is_managed(const char *location)
+{
+	return managing_root(location_local_path(location), false) != NULL;
+}
+
+/*
+ * Check a CreateTableVersion's staging manifest before anything is written:
+ * it must be a regular file (not a symbolic link) directly in the _versions
+ * folder of the table (or of the table's branch), and that folder must be a
+ * real folder.  Fills `copy` with what local_materialize_manifest needs.
+ */
+void
+local_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
+					 const char *manifest_path, int64 size pg_attribute_unused(),
+					 ManifestCopy *copy)
+{
+	char *table_dir = location_local_path(location);
+	char *versions_dir;
+	char *staging;
+	char *slash;
+	char *final_name;
+	struct stat st;
+	int dirfd;
+
+	Assert(table_dir != NULL);
+	versions_dir = branch ? psprintf("%s/tree/%s/_versions", table_dir, branch)
+						  : psprintf("%s/_versions", table_dir);
+
+	/*
+	 * Lance sends object store paths: no scheme and no leading slash, and
+	 * folder names as they are on disk (not percent-encoded).
+	 */
+	staging =
+		pstrdup(strncmp(manifest_path, "file://", 7) == 0 ? manifest_path + 7 : manifest_path);
+	if (staging[0] != '/')
+		staging = psprintf("/%s", staging);
+	slash = strrchr(staging, '/');
+	if (!location_path_is_plain(staging) || slash[1] == '\0' ||
+		strlen(versions_dir) != (size_t)(slash - staging) ||
+		strncmp(staging, versions_dir, slash - staging) != 0)
+		ln_error_detail(
+			LN_INVALID_INPUT, psprintf("The table's manifests live in %s.", versions_dir),
+			"manifest_path \"%s\" is not a file in the table's _versions folder", manifest_path);
+
+	dirfd = storage_open_folder(storage_root_of(versions_dir), versions_dir, true);
+	if (dirfd < 0)
+		ln_error(LN_INVALID_INPUT, "the table's _versions folder \"%s\" is not a folder",
+				 versions_dir);
+	if (!fs_stat_at(dirfd, slash + 1, &st))
+		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" does not exist", manifest_path);
+	if (!S_ISREG(st.st_mode))
+		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file", manifest_path);
+	fs_close(dirfd);
+
+	if (v1_naming)
+		final_name = psprintf(INT64_FORMAT ".manifest", version);
+	else
+		final_name =
+			psprintf("%020llu.manifest", (unsigned long long)(PG_UINT64_MAX - (uint64)version));
+
+	copy->staging_file = staging;
+	copy->final_file = psprintf("%s/%s", versions_dir, final_name);
+	copy->final_path = psprintf("%.*s%s", (int)(strrchr(manifest_path, '/') - manifest_path + 1),
+								manifest_path, final_name);
+	copy->size = (int64)st.st_size;
+	copy->already_final = strcmp(slash + 1, final_name) == 0;
+}
+
+/*
+ * The status of the staging manifest open at `fd`, which must be a regular
+ * file: whatever its name pointed at when it was opened (`path`, for
+ * messages).
+ */
+static void
+stat_staging_file(int fd, const char *path, struct stat *st)
+{
+	if (fstat(fd, st) != 0)
+		storage_io_error("stat", path, errno);
+	if (!S_ISREG(st->st_mode))
+		ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file", path);
+}
+
+/*
+ * Copy `src` to a new file `dst`, both in the folder open at `dirfd`, and
+ * flush it; returns the bytes copied.  The paths are for messages.
+ */
+static int64
+copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_path,
+				  const char *dst_path)
+{
+	/* O_NONBLOCK: a fifo put in the staging file's place must not hang the server */
+	int in = fs_open_at(dirfd, src, O_RDONLY | O_NONBLOCK | PG_BINARY, 0);
+	int out;
+	char buf[65536];
+	int64 total = 0;
+	ssize_t n;
+	struct stat st;
+
+	if (in < 0)
+		storage_io_error("open staging manifest", src_path, errno);
+	stat_staging_file(in, src_path, &st);
+	out = fs_open_at(dirfd, dst, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, 0600);
+	if (out < 0)
+		storage_io_error("create", dst_path, errno);
+	/* readers of the table read the final manifest as they could read the staged one */
+	if (fchmod(out, st.st_mode & 0777) != 0)
+		storage_io_error("set the mode of", dst_path, errno);
+
+	while ((n = read(in, buf, sizeof(buf))) != 0)
+	{
+		ssize_t off = 0;
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			storage_io_error("read", src_path, errno);
+		}
+		while (off < n)
+		{
+			ssize_t w = write(out, buf + off, n - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				storage_io_error("write", dst_path, w < 0 ? errno : ENOSPC);
+			off += w;
+		}
+		total += n;
+	}
+	if (pg_fsync(out) != 0)
+		storage_io_error("flush", dst_path, errno);
+	fs_close(out);
+	fs_close(in);
+	return total;
+}
+
+/*
+ * Hold final manifest `path` until this (sub)transaction ends: a
+ * transaction-scoped lock on the name, released with the transaction's
+ * other locks.  A writer that rolls back leaves the proc array, so that a
+ * newcomer finds its version row dead and takes the key at once, before
+ * its abort callback undoes its final manifest (undo_on_abort); it
+ * releases its locks only after that callback.  Waiting here for the name
+ * orders every link of a final manifest after the undo of the writer that
+ * had it before, so an undo never meets another writer's file, whatever
+ * its inode number.
+ */
+void
+storage_lock_final_name(const char *path)
+{
+	LOCKTAG tag;
+	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
+
+	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32)(h >> 32), (uint32)h, 0x4d46 /* "MF" */);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Give the file open at `fd` the name `leaf` in the folder open at `dirfd`:
+ * a hard link to that very file, through /proc/self/fd (linkat with
+ * AT_EMPTY_PATH would need a capability the server does not have), never
+ * to what a name points at by then.  False with errno on failure.
+ */
+static bool
+link_open_file(int fd, int dirfd, const char *leaf)
+{
+	char proc_path[64];
+
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc_path, dirfd, leaf, AT_SYMLINK_FOLLOW) == 0;
+}
+
+/*
+ * Make the staging manifest the final one without copying it: flush the
+ * staging file (Lance does not), then link that file, as it was checked, to
+ * the final name, replacing an orphan through `temp_leaf`.  The final name
+ * shares the staging file's data, which nothing writes again: Lance writes
+ * a staging manifest once, and its name is removed when the version
+ * commits.  False if this file system or this server cannot link so (no
+ * /proc, another user's file or one the server may not write, a file system
+ * without hard links): the caller copies instead.
+ */
+static bool
+link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_leaf,
+					  const char *temp_leaf)
+{
+	/*
+	 * O_NONBLOCK: a fifo put in the staging file's place must not hang the
+	 * server.  For writing: a file is flushed through a descriptor that may
+	 * write (some systems flush nothing otherwise), and one the server may
+	 * not write is copied instead.
+	 */
+	int in =
+		fs_open_at(dirfd, strrchr(copy->staging_file, '/') + 1, O_RDWR | O_NONBLOCK | PG_BINARY, 0);
+	struct stat st;
+	bool linked;
+
+	if (in < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY ||
+				   errno == EWOULDBLOCK))
+		return false;
+	if (in < 0)
+		storage_io_error("open staging manifest", copy->staging_file, errno);
+	stat_staging_file(in, copy->staging_file, &st);
+
+	/*
+	 * Only the server's own file becomes the final one: another user's would
+	 * stay theirs to change, and a folder with the sticky bit would keep the
+	 * server from removing it again if the version rolls back.
+	 */
+	if (st.st_uid != geteuid())
+	{
+		fs_close(in);
+		return false;
+	}
+	if (pg_fsync(in) != 0)
+		storage_io_error("flush", copy->staging_file, errno);
+	/* the size the version records is that of the file flushed */
+	if (fstat(in, &st) != 0)
+		storage_io_error("stat", copy->staging_file, errno);
+	if ((int64)st.st_size != copy->size)
+		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was checked",
+				 copy->staging_file);
+
+	/* linkat() creates the final name only if it is free; renameat() replaces an orphan */
+	linked = link_open_file(in, dirfd, final_leaf);
+	if (!linked && errno == EEXIST && link_open_file(in, dirfd, temp_leaf))
+	{
+		if (renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+			storage_io_error("create manifest", copy->final_file, errno);
+		linked = true;
+	}
+	if (!linked && errno != ENOENT && errno != EPERM && errno != EXDEV && errno != EMLINK &&
+		errno != EOPNOTSUPP)
+		storage_io_error("create manifest", copy->final_file, errno);
+	fs_close(in);
+	return linked;
+}
+
+/* Copy the staging manifest to the final name, through a flushed file at `temp_leaf`. */
+static void
+copy_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_leaf,
+					  const char *temp_leaf, const char *temp)
+{
+	int64 copied = copy_file_flushed(dirfd, strrchr(copy->staging_file, '/') + 1, temp_leaf,
+									 copy->staging_file, temp);
+
+	if (copied != copy->size)
+		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was copied",
+				 copy->staging_file);
+	if (linkat(dirfd, temp_leaf, dirfd, final_leaf, 0) != 0)
+	{
+		if (errno != EEXIST || renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+			storage_io_error("create manifest", copy->final_file, errno);
+	}
+}
+
+/*
+ * Materialize a checked manifest at its final name, durably: the file's
+ * data and the folder's new name are flushed before the version's row can
+ * commit.  The caller holds the version's key in the catalog, so a final
+ * manifest already there is an orphan of a writer that crashed or rolled
+ * back, and is replaced.
+ */
+void
+local_materialize_manifest(const ManifestCopy *copy)
+{
+	char *root;
+	const char *final_leaf;
+	char *temp_leaf;
+	char *temp;
+	int dirfd;
+
+	if (copy->already_final)
+		return;
+
+	root = storage_root_of(copy->final_file);
+	storage_lock_final_name(copy->final_file);
+	dirfd = storage_open_parent(root, copy->final_file, &final_leaf, false);
+	temp_leaf = storage_leftover_name(final_leaf, TEMP_MARK);
+	temp = psprintf("%.*s%s", (int)(final_leaf - copy->final_file), copy->final_file, temp_leaf);
+
+	PG_TRY();
+	{
+		if (!link_staging_manifest(dirfd, copy, final_leaf, temp_leaf))
+			copy_staging_manifest(dirfd, copy, final_leaf, temp_leaf, temp);
+		/* the staging file has served once the version commits */
+		storage_undo_created(root, dirfd, copy->final_file, copy->staging_file);
+	}
+	PG_CATCH();
+	{
+		(void)unlinkat(dirfd, temp_leaf, 0);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	(void)unlinkat(dirfd, temp_leaf, 0);
+	storage_flush_folder(dirfd, copy->final_file);
+	fs_close(dirfd);
+}
+
+/* Undo one step on abort.  No error may escape: the transaction is ending. */
+static void
+undo_on_abort(const FileUndo *undo)
+{
+	const char *leaf;
+	int dirfd;
+	struct stat st;
+
+	/* remove what was made here, unless another writer has replaced it since */
+	if (undo->created != NULL && (dirfd = open_parent_quiet(undo->root, undo->created, &leaf)) >= 0)
+	{
+		if (fs_stat_at(dirfd, leaf, &st) && st.st_dev == undo->dev && st.st_ino == undo->ino &&
+			unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m",
+							undo->created)));
+		fs_close(dirfd);
+	}
+	if (undo->set_aside != NULL)
+	{
+		dirfd = open_parent_quiet(undo->root, undo->original, &leaf);
+		if (dirfd < 0 || renameat(dirfd, strrchr(undo->set_aside, '/') + 1, dirfd, leaf) != 0)
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("lance_namespace: could not put \"%s\" back at \"%s\" after a "
+									 "rollback: %m",
+									 undo->set_aside, undo->original)));
+		fs_close(dirfd);
+	}
+}
+
+/*
+ * Run one undo or finish step in a commit or abort callback, where an error
+ * may not escape (after the commit record it would be a PANIC): a failure,
+ * such as running out of memory walking a huge folder, is logged, and what
+ * is left is the sweep's to finish.
+ */
+static void
+run_quietly(void (*step)(const FileUndo *), const FileUndo *undo)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		step(undo);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING, (errmsg("lance_namespace: %s; lance_sweep_leftovers() finishes it",
+								 edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+static void
+finish_on_commit(const FileUndo *undo)
+{
+	const char *leaf;
+	int dirfd;
+	int err = 0;
+
+	if (undo->remove_on_commit != NULL)
+	{
+		dirfd = open_parent_quiet(undo->root, undo->remove_on_commit, &leaf);
+		if ((dirfd < 0 || unlinkat(dirfd, leaf, 0) != 0) && errno != ENOENT)
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("lance_namespace: could not remove \"%s\": %m",
+									 undo->remove_on_commit)));
+		fs_close(dirfd);
+	}
+	if (undo->set_aside != NULL)
+	{
+		dirfd = open_parent_quiet(undo->root, undo->set_aside, &leaf);
+		err = dirfd < 0 ? errno : fs_remove_tree_at(dirfd, leaf);
+		if (err != 0 && err != ENOENT)
+		{
+			errno = err;
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("lance_namespace: could not remove \"%s\": %m", undo->set_aside)));
+		}
+		fs_close(dirfd);
+	}
+}
+
+static void
+storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (undo_list != NULL || storage_refs_pending() || s3_has_pending())
+				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that changed files on "
+										 "storage (versions, tags or branches)");
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			storage_refs_apply();
+			s3_apply_pending();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			fs_release(true, InvalidSubTransactionId);
+			for (FileUndo *u = undo_list; u != NULL; u = u->next)
+				run_quietly(finish_on_commit, u);
+			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
+			undo_list = NULL;
+			s3_end_transaction(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			fs_release(true, InvalidSubTransactionId);
+			storage_refs_discard(true, InvalidSubTransactionId);
+			for (FileUndo *u = undo_list; u != NULL; u = u->next)
+				run_quietly(undo_on_abort, u);
+			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
+			undo_list = NULL;
+			s3_end_transaction(false);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+						 void *arg pg_attribute_unused())
+{
+	FileUndo **link = &undo_list;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	s3_end_subtransaction(event == SUBXACT_EVENT_COMMIT_SUB, mySubid, parentSubid);
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		fs_release(false, mySubid);
+		storage_refs_discard(false, mySubid);
+	}
+	else
+	{
+		fs_reassign(mySubid, parentSubid);
+		storage_refs_reassign(mySubid, parentSubid);
+	}
+	while (*link != NULL)
+	{
+		FileUndo *u = *link;
+
+		if (u->subid != mySubid)
+			link = &u->next;
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			u->subid = parentSubid;
+			link = &u->next;
+		}
+		else
+		{
+			run_quietly(undo_on_abort, u);
+			*link = u->next;
+		}
+	}
+}
+
+/*
+ * Remove a dropped table's folder.  Returns NULL on success (also when the
+ * folder is gone already), else why nothing or not everything was removed.
+ * Only a real folder strictly below a local root is removed: no symbolic
+ * link on the way, and none inside is followed.  The folder is reached
+ * from the root through descriptors and removed through them, so a folder
+ * on the way swapped for a link meanwhile stops the removal rather than
+ * redirect it.
+ */
+char *
+local_remove_table_data(const char *location, bool *later pg_attribute_unused())
+{
+	char *path = location_local_path(location);
+	char *root;
+	char *parent;
+	const char *leaf;
+	size_t link_len;
+	int dirfd;
+	int err;
+	struct stat st;
+
+	if (path == NULL || (root = managing_root(path, false)) == NULL)
+		return psprintf("\"%s\" is not below lance_namespace.local_roots", location);
+	leaf = strrchr(path, '/') + 1;
+	parent = pnstrdup(path, leaf - 1 - path);
+	dirfd = fs_open_folder(root, parent[0] ? parent : "/", &link_len);
+	if (dirfd < 0)
+	{
+		if (errno == ENOENT)
+			return NULL;
+		if (errno == ELOOP)
+			return psprintf("\"%s\" has a symbolic link on its path", path);
+		return psprintf("could not open \"%s\": %m", parent);
+	}
+	if (!fs_stat_at(dirfd, leaf, &st))
+	{
+		err = errno;
+		fs_close(dirfd);
+		errno = err;
+		return err == ENOENT ? NULL : psprintf("could not stat \"%s\": %m", path);
+	}
+	if (!S_ISDIR(st.st_mode))
+	{
+		fs_close(dirfd);
+		return psprintf("\"%s\" is not a folder", path);
+	}
+	err = fs_remove_tree_at(dirfd, leaf);
+	fs_close(dirfd);
+	if (err != 0)
+	{
+		errno = err;
+		return psprintf("could not remove \"%s\": %m", path);
+	}
+	return NULL;
+}
+
+/*
+ * Serialize the removal of a dropped table's folder with registrations of
+ * the same folder: lance_process_drops() takes it exclusively, Declare and
+ * RegisterTable shared, each until its transaction ends, so a table
+ * registered at a folder is never removed under it by a concurrent drop.
+ */
+void
+storage_lock_folder(const char *path, bool exclusive)
+{
+	(void)storage_try_lock_folder(path, exclusive, true);
+}
+
+/* As storage_lock_folder; without `wait`, false at once if another holds it. */
+bool
+storage_try_lock_folder(const char *path, bool exclusive, bool wait)
+{
+	LOCKTAG tag;
+
+	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
+						 hash_bytes((const unsigned char *)path, strlen(path)), 0x4446 /* "DF" */);
+	return LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, !wait) !=
+		   LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Sweeping what a crash left.  A set-aside original or a temporary file
+ * names the transaction that made it (SET_ASIDE_MARK, TEMP_MARK); once that
+ * transaction is over, its outcome says what the file is:
+ *   a temporary file: never needed again;
+ *   a set-aside original of a transaction that committed: removed data;
+ *   one of a transaction that did not commit: the original, put back
+ *   unless something has taken its place since.
+ */
+
+typedef enum LeftoverOutcome
+{
+	LEFTOVER_IN_FLIGHT, /* or of unknown outcome: left alone */
+	LEFTOVER_COMMITTED,
+	LEFTOVER_NOT_COMMITTED
+} LeftoverOutcome;
+
+static LeftoverOutcome
+outcome_of(uint64 full_xid)
+{
+	FullTransactionId fxid = FullTransactionIdFromU64(full_xid);
+	FullTransactionId next = ReadNextFullTransactionId();
+	TransactionId xid = XidFromFullTransactionId(fxid);
+	bool known;
+	bool committed;
+
+	if (!TransactionIdIsNormal(xid) || !FullTransactionIdPrecedes(fxid, next) ||
+		U64FromFullTransactionId(next) - full_xid >= (uint64)1 << 31)
+		return LEFTOVER_IN_FLIGHT; /* not one of ours, or too old to look up */
+	if (TransactionIdIsInProgress(xid))
+		return LEFTOVER_IN_FLIGHT;
+	/* held across the look-up, as pg_xact_status does: the status must not be truncated away */
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
+	committed = known && TransactionIdDidCommit(xid);
+	LWLockRelease(XactTruncationLock);
+	if (!known)
+		return LEFTOVER_IN_FLIGHT;
+	return committed ? LEFTOVER_COMMITTED : LEFTOVER_NOT_COMMITTED;
+}
+
+/* The transaction id in a leftover's name after `mark`, or false if it is not one. */
+static bool
+leftover_xid(const char *mark_at, const char *mark, uint64 *full_xid)
+{
+	const char *digits = mark_at + strlen(mark);
+	char *end;
+
+	if (!isdigit((unsigned char)*digits))
+		return false;
+	errno = 0;
+	*full_xid = strtou64(digits, &end, 10);
+	return errno == 0 && *end == '-' && strspn(end + 1, "0123456789abcdef") == 8 && end[9] == '\0';
+}
+
+static int sweep_removed;
+static int sweep_restored;
+
+/* One entry of a table's folders, in the folder open at `dirfd`. */
+static void
+sweep_entry(int dirfd, const char *name, void *arg pg_attribute_unused())
+{
+	const char *mark;
+	uint64 full_xid;
+	LeftoverOutcome outcome;
+
+	/* files and (after their contents) folders alike */
+	if ((mark = strstr(name, TEMP_MARK)) != NULL && leftover_xid(mark, TEMP_MARK, &full_xid))
+	{
+		if (outcome_of(full_xid) != LEFTOVER_IN_FLIGHT && unlinkat(dirfd, name, 0) == 0)
+			sweep_removed++;
+		return;
+	}
+	if ((mark = strstr(name, SET_ASIDE_MARK)) == NULL ||
+		!leftover_xid(mark, SET_ASIDE_MARK, &full_xid))
+		return;
+	outcome = outcome_of(full_xid);
+	if (outcome == LEFTOVER_NOT_COMMITTED)
+	{
+		char *original = pnstrdup(name, mark - name);
+		struct stat there;
+
+		if (!fs_stat_at(dirfd, original, &there) && errno == ENOENT &&
+			renameat(dirfd, name, dirfd, original) == 0)
+		{
+			sweep_restored++;
+			return;
+		}
+		/*
+		 * Something holds the original's name: perhaps the replacement of a
+		 * transaction that crashed after moving it into place.  The set-aside
+		 * may be the one true content, so it stays, for a person to decide.
+		 */
+		ereport(WARNING,
+				(errmsg("lance_namespace: \"%s\" of a transaction that did not commit is kept: "
+						"\"%s\" exists again",
+						name, original)));
+		return;
+	}
+	if (outcome != LEFTOVER_IN_FLIGHT && fs_remove_tree_at(dirfd, name) == 0)
+		sweep_removed++;
+}
+
+/*
+ * Sweep the leftovers of transactions that ended without finishing their
+ * files (a crash) in a managed table's folder: its _versions, _refs and
+ * tree (branches) folders, never following a link.  Adds to the counts of
+ * files removed and originals put back.
+ */
+void
+local_sweep_table(const char *location, int *removed, int *restored)
+{
+	static const char *const parts[] = {"_versions", "_refs", "tree"};
+	char *folder;
+	char *root;
+
+	if (!local_is_managed(location))
+		return;
+	folder = location_local_path(location);
+	root = managing_root(folder, false);
+	sweep_removed = sweep_restored = 0;
+	for (size_t i = 0; i < lengthof(parts); i++)
+	{
+		/* a part that is missing or a link (never followed) has nothing to sweep */
+		int dirfd = fs_open_folder(root, psprintf("%s/%s", folder, parts[i]), NULL);
+
+		CHECK_FOR_INTERRUPTS();
+		if (dirfd < 0)
+			continue;
+		/* depth first: a set-aside folder is seen after its contents, then handled whole */
+		fs_walk(dirfd, sweep_entry, NULL);
+		fs_close(dirfd);
+	}
+	*removed += sweep_removed;
+	*restored += sweep_restored;
+}

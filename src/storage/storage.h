@@ -1,0 +1,62 @@
+/*
+ * storage.h
+ *		Manifests, tags and branches of the tables whose versions the
+ *		catalog manages, on local storage or in an S3 bucket: path safety,
+ *		materializing a staged manifest at its final name, and undoing that
+ *		when the transaction rolls back.  Paths below are the file system's
+ *		for a local table and keys in the bucket for an S3 one.
+ */
+#ifndef LN_STORAGE_H
+#define LN_STORAGE_H
+
+#include "../common/types.h"
+
+/* A staged manifest checked and ready to be materialized. */
+typedef struct ManifestCopy
+{
+	char *staging_file; /* file system path of the staging manifest */
+	char *final_file;	/* file system path of the final manifest */
+	char *final_path;	/* the final path in the form the client sent */
+	char *location;		/* the table's location */
+	int64 size;
+	bool already_final; /* the client sent the final name itself */
+} ManifestCopy;
+
+/*
+ * How storage finds the storage setting that covers a folder key
+ * (location_folder_key; the longest matching prefix): its prefix and options.  Set at start by the
+ * module that reads the catalog, so that storage need not know it.
+ */
+typedef bool (*StorageSettingsFinder)(const char *folder, char **prefix, LnMap *options);
+
+extern void storage_init(void);
+extern void storage_set_settings_finder(StorageSettingsFinder finder);
+extern void storage_forget_settings(void);
+extern bool storage_options_for(const char *location, LnMap *options);
+extern bool storage_option_is_secret(const char *name);
+extern void storage_check_setting(const char *location, const LnMap *options);
+extern bool storage_is_managed(const char *location);
+extern bool storage_is_local(const char *location);
+extern void storage_check_location(const char *location);
+extern bool storage_has_local_roots(void);
+extern void storage_sweep_table(const char *location, int *removed, int *restored);
+extern void storage_lock_folder(const char *path, bool exclusive);
+extern bool storage_try_lock_folder(const char *path, bool exclusive, bool wait);
+extern void storage_check_manifest(const char *location, const char *branch, int64 version,
+								   bool v1_naming, const char *manifest_path, int64 size,
+								   ManifestCopy *copy);
+extern void storage_materialize_manifest(const ManifestCopy *copy);
+extern char *storage_remove_table_data(const char *location, bool *later);
+extern char *storage_read_ref(const char *location, const char *kind, const char *name);
+extern bool storage_write_ref(const char *location, const char *kind, const char *name,
+							  const char *content, bool create);
+extern bool storage_delete_ref(const char *location, const char *kind, const char *name);
+extern int storage_list_refs(const char *location, const char *kind, char ***names);
+extern char *storage_read_table_manifest(const char *location, const char *manifest_path,
+										 size_t *len);
+extern char *storage_write_branch_manifest(const char *location, const char *branch, int64 version,
+										   const char *bytes, size_t len, const char *like_path);
+extern bool storage_branch_exists(const char *location, const char *branch);
+extern void storage_delete_branch_data(const char *location, const char *branch, bool has_children);
+
+#endif /* LN_STORAGE_H */

@@ -1,0 +1,228 @@
+/*
+ * storage_backend.c
+ *		storage.h's entry points: each picks the backend of the table's
+ *		location (S3 for "s3://", else local) and calls it.
+ */
+#include "postgres.h"
+
+#include "../common/error.h"
+#include "location.h"
+#include "s3_client.h"
+#include "storage.h"
+#include "storage_internal.h"
+
+static const StorageBackend local_backend = {
+	.is_managed = local_is_managed,
+	.check_location = local_check_location,
+	.sweep_table = local_sweep_table,
+	.check_manifest = local_check_manifest,
+	.materialize_manifest = local_materialize_manifest,
+	.remove_table_data = local_remove_table_data,
+	.read_ref = local_read_ref,
+	.write_ref = local_write_ref,
+	.delete_ref = local_delete_ref,
+	.list_refs = local_list_refs,
+	.read_table_manifest = local_read_table_manifest,
+	.write_branch_manifest = local_write_branch_manifest,
+	.branch_exists = local_branch_exists,
+	.delete_branch_data = local_delete_branch_data,
+};
+
+/* Nothing to check of an S3 location's spelling: it has no links. */
+static void
+s3_check_location(const char *location pg_attribute_unused())
+{
+}
+
+/* An S3 copy appears whole or not at all: no temporary objects to sweep. */
+static void
+s3_sweep_table(const char *location pg_attribute_unused(), int *removed pg_attribute_unused(),
+			   int *restored pg_attribute_unused())
+{
+}
+
+static const StorageBackend s3_backend = {
+	.is_managed = s3_manages,
+	.check_location = s3_check_location,
+	.sweep_table = s3_sweep_table,
+	.check_manifest = s3_check_manifest,
+	.materialize_manifest = s3_materialize_manifest,
+	.remove_table_data = s3_remove_table_data,
+	.read_ref = s3_read_ref,
+	.write_ref = s3_write_ref,
+	.delete_ref = s3_delete_ref,
+	.list_refs = s3_list_refs,
+	.read_table_manifest = s3_read_table_manifest,
+	.write_branch_manifest = s3_write_branch_manifest,
+	.branch_exists = s3_branch_exists,
+	.delete_branch_data = s3_delete_branch_data,
+};
+
+static const StorageBackend *
+backend_of(const char *location)
+{
+	return pg_strncasecmp(location, "s3://", 5) == 0 ? &s3_backend : &local_backend;
+}
+
+/*
+ * True if `leaf` is a final manifest's name, V1 ("<version>.manifest") or
+ * V2 (20 digits, ".manifest"): a staging manifest must not be one.  Once
+ * the version commits, the staging file is removed: named so, it would be
+ * another version's committed manifest.
+ */
+static bool
+is_final_manifest_name(const char *leaf)
+{
+	size_t digits = strspn(leaf, "0123456789");
+
+	return digits > 0 && strcmp(leaf + digits, ".manifest") == 0;
+}
+
+/* True if `location` is one of the local backend's (not an object store's). */
+bool
+storage_is_local(const char *location)
+{
+	return backend_of(location) == &local_backend;
+}
+
+/*
+ * True if the catalog manages the versions of a table at `location`: a local
+ * path strictly below one of lance_namespace.local_roots, or an S3 location
+ * strictly below a storage setting.
+ */
+bool
+storage_is_managed(const char *location)
+{
+	return backend_of(location)->is_managed(location);
+}
+
+void
+storage_check_location(const char *location)
+{
+	backend_of(location)->check_location(location);
+}
+
+void
+storage_sweep_table(const char *location, int *removed, int *restored)
+{
+	backend_of(location)->sweep_table(location, removed, restored);
+}
+
+/*
+ * Check a version's staging manifest before anything is written, and fill
+ * `copy` with what storage_materialize_manifest needs.  `size` is the
+ * staging manifest's size as the writer gave it, or -1.
+ */
+void
+storage_check_manifest(const char *location, const char *branch, int64 version, bool v1_naming,
+					   const char *manifest_path, int64 size, ManifestCopy *copy)
+{
+	const char *leaf = strrchr(manifest_path, '/');
+
+	backend_of(location)->check_manifest(location, branch, version, v1_naming, manifest_path, size,
+										 copy);
+	copy->location = pstrdup(location);
+	if (!copy->already_final && is_final_manifest_name(leaf ? leaf + 1 : manifest_path))
+		ln_error_detail(LN_INVALID_INPUT,
+						"Write the manifest to a staging name (the final name and a suffix).",
+						"manifest_path \"%s\" is the final name of another version, not a staging "
+						"manifest",
+						manifest_path);
+}
+
+void
+storage_materialize_manifest(const ManifestCopy *copy)
+{
+	backend_of(copy->location)->materialize_manifest(copy);
+}
+
+char *
+storage_remove_table_data(const char *location, bool *later)
+{
+	*later = false;
+	return backend_of(location)->remove_table_data(location, later);
+}
+
+char *
+storage_read_ref(const char *location, const char *kind, const char *name)
+{
+	return backend_of(location)->read_ref(location, kind, name);
+}
+
+bool
+storage_write_ref(const char *location, const char *kind, const char *name, const char *content,
+				  bool create)
+{
+	return backend_of(location)->write_ref(location, kind, name, content, create);
+}
+
+bool
+storage_delete_ref(const char *location, const char *kind, const char *name)
+{
+	return backend_of(location)->delete_ref(location, kind, name);
+}
+
+int
+storage_list_refs(const char *location, const char *kind, char ***names)
+{
+	return backend_of(location)->list_refs(location, kind, names);
+}
+
+char *
+storage_read_table_manifest(const char *location, const char *manifest_path, size_t *len)
+{
+	return backend_of(location)->read_table_manifest(location, manifest_path, len);
+}
+
+char *
+storage_write_branch_manifest(const char *location, const char *branch, int64 version,
+							  const char *bytes, size_t len, const char *like_path)
+{
+	return backend_of(location)->write_branch_manifest(location, branch, version, bytes, len,
+													   like_path);
+}
+
+bool
+storage_branch_exists(const char *location, const char *branch)
+{
+	return backend_of(location)->branch_exists(location, branch);
+}
+
+void
+storage_delete_branch_data(const char *location, const char *branch, bool has_children)
+{
+	backend_of(location)->delete_branch_data(location, branch, has_children);
+}
+
+/*
+ * The storage options a caller is handed for a table at `location` (the
+ * setting that covers it); false if there are none.  Local tables have none.
+ */
+bool
+storage_options_for(const char *location, LnMap *options)
+{
+	return backend_of(location) == &s3_backend && s3_options_for(location, options);
+}
+
+bool
+storage_option_is_secret(const char *name)
+{
+	return s3_option_is_secret(name);
+}
+
+/*
+ * Check a storage setting before it is kept: an S3 location with a bucket,
+ * and options the catalog can reach the store with.  LN013 if not.
+ */
+void
+storage_check_setting(const char *location, const LnMap *options)
+{
+	char *bucket;
+	char *key;
+	S3Store store;
+
+	if (!location_s3_parse(location, &bucket, &key))
+		ln_error_detail(LN_INVALID_INPUT, "Give an S3 URI: s3://bucket or s3://bucket/prefix.",
+						"storage location \"%s\" is not an S3 location", location);
+	s3_store_from_options(bucket, options, &store);
+}
