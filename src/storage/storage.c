@@ -16,7 +16,8 @@
  * local root downward without following links (storage_fs.c), never by its
  * path: a folder swapped for a symbolic link after a check cannot redirect
  * what follows.  The undo list keeps paths, and each undo opens its folder
- * the same way again.  Tags and branches are in storage_refs.c.
+ * the same way again (storage_local.c).  Tags and branches are in
+ * storage_refs.c.
  */
 #include "postgres.h"
 
@@ -42,303 +43,8 @@
 
 #include "../common/error.h"
 #include "location.h"
-#include "s3_client.h"
 #include "storage.h"
 #include "storage_internal.h"
-
-/*
- * What a (sub)transaction did on disk, to undo if it rolls back and to
- * finish when it commits.  Undone newest first.  Paths are below `root`,
- * the local root they were reached from.
- */
-typedef struct FileUndo
-{
-	char *root;
-	char *created;			/* made here: removed on abort, if still ours */
-	dev_t dev;				/* identify our file: after an abort another */
-	ino_t ino;				/* writer may already have put its own there */
-	char *set_aside;		/* moved out of the way: put back at `original` on abort, */
-	char *original;			/* removed (with what is inside) on commit */
-	char *remove_on_commit; /* served its purpose once the change commits */
-	SubTransactionId subid;
-	struct FileUndo *next;
-} FileUndo;
-
-static FileUndo *undo_list = NULL;
-
-/* lance_namespace.local_roots: folders under which the catalog manages versions. */
-static char *local_roots = NULL;
-
-static char *managing_root(const char *path, bool resolved);
-
-static char *
-transaction_tag(void)
-{
-	return psprintf(UINT64_FORMAT, U64FromFullTransactionId(GetTopFullTransactionId()));
-}
-
-/* A leftover's name next to `leaf`: the mark, the transaction's id and a nonce. */
-char *
-storage_leftover_name(const char *leaf, const char *mark)
-{
-	uint32 nonce;
-
-	if (!pg_strong_random(&nonce, sizeof(nonce)))
-		nonce = (uint32)MyProcPid;
-	return psprintf("%s%s%s-%08x", leaf, mark, transaction_tag(), nonce);
-}
-
-void
-storage_io_error(const char *what, const char *path, int err)
-{
-	/* a name or a path the file system cannot take is the request's, not ours */
-	if (err == ENAMETOOLONG || err == ELOOP)
-		ln_error(LN_INVALID_INPUT, "could not %s \"%s\": %s", what, path, strerror(err));
-	ln_error(LN_INTERNAL, "could not %s \"%s\": %s", what, path, strerror(err));
-}
-
-/*
- * The local root that `path` (a file or folder in a managed table) is below;
- * every file this module touches is.
- */
-char *
-storage_root_of(const char *path)
-{
-	char *root = managing_root(path, false);
-
-	if (root == NULL)
-		ln_error(LN_INVALID_INPUT, "\"%s\" is not below lance_namespace.local_roots", path);
-	return root;
-}
-
-/*
- * Open folder `dir` below `root` without following any link.  A symbolic
- * link on the way is refused (LN013): a link inside a table's folder
- * (tree, _refs, _versions) would make the server write, move or delete
- * files elsewhere.  A missing folder is -1 (errno ENOENT or ENOTDIR) when
- * `missing_ok`; any other failure raises.
- */
-int
-storage_open_folder(const char *root, const char *dir, bool missing_ok)
-{
-	size_t link_len = strlen(dir);
-	int fd = fs_open_folder(root, dir, &link_len);
-
-	if (fd >= 0)
-		return fd;
-	if (errno == ELOOP)
-		ln_error(LN_INVALID_INPUT,
-				 "\"%s\" has a symbolic link on its path; the catalog does not follow links in "
-				 "table folders",
-				 pnstrdup(dir, Min(link_len, strlen(dir))));
-	if (missing_ok && (errno == ENOENT || errno == ENOTDIR))
-		return -1;
-	storage_io_error("open folder", dir, errno);
-}
-
-/* The folder `path` is in, opened as storage_open_folder does; *leaf gets the name in it. */
-int
-storage_open_parent(const char *root, const char *path, const char **leaf, bool missing_ok)
-{
-	const char *slash = strrchr(path, '/');
-
-	Assert(slash != NULL && slash[1] != '\0');
-	*leaf = slash + 1;
-	return storage_open_folder(root, slash == path ? "/" : pnstrdup(path, slash - path),
-							   missing_ok);
-}
-
-/* The same for the undo: never raises; -1 with errno. */
-static int
-open_parent_quiet(const char *root, const char *path, const char **leaf)
-{
-	char dir[MAXPGPATH];
-	const char *slash = strrchr(path, '/');
-
-	if (slash == NULL || slash[1] == '\0' || slash - path >= MAXPGPATH)
-	{
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	*leaf = slash + 1;
-	memcpy(dir, path, slash - path);
-	dir[slash - path] = '\0';
-	return fs_open_folder(root, slash == path ? "/" : dir, NULL);
-}
-
-/* Remove the file `path` if it is there, never raising (cleanups, rollbacks). */
-void
-storage_unlink_quiet(const char *root, const char *path)
-{
-	const char *leaf;
-	int dirfd = open_parent_quiet(root, path, &leaf);
-
-	if (dirfd < 0)
-		return;
-	(void)unlinkat(dirfd, leaf, 0);
-	fs_close(dirfd);
-}
-
-/* Flush the folder open at `dirfd`, in which `path` was made. */
-void
-storage_flush_folder(int dirfd, const char *path)
-{
-	/* ERROR, not the PANIC fsync_fname would raise: these are the user's folders */
-	if (pg_fsync(dirfd) != 0 && errno != EBADF && errno != EINVAL)
-	{
-		int err = errno;
-
-		storage_io_error("flush folder of", path, err);
-	}
-}
-
-static FileUndo *
-new_undo(const char *root)
-{
-	FileUndo *undo = MemoryContextAllocZero(TopTransactionContext, sizeof(FileUndo));
-
-	undo->root = MemoryContextStrdup(TopTransactionContext, root);
-	undo->subid = GetCurrentSubTransactionId();
-	undo->next = undo_list;
-	undo_list = undo;
-	return undo;
-}
-
-/*
- * Remember that `path`, in the folder open at `dirfd`, was made here (it
- * exists now), to remove it on abort.
- */
-void
-storage_undo_created(const char *root, int dirfd, const char *path, const char *remove_on_commit)
-{
-	struct stat st;
-	FileUndo *undo;
-
-	if (!fs_stat_at(dirfd, strrchr(path, '/') + 1, &st))
-		ln_error(LN_INTERNAL, "could not stat \"%s\": %s", path, strerror(errno));
-	undo = new_undo(root);
-	undo->created = MemoryContextStrdup(TopTransactionContext, path);
-	undo->dev = st.st_dev;
-	undo->ino = st.st_ino;
-	if (remove_on_commit)
-		undo->remove_on_commit = MemoryContextStrdup(TopTransactionContext, remove_on_commit);
-}
-
-/*
- * Move `path` (a file, a folder or a link, never followed), in the folder
- * open at `dirfd`, out of the way, to remove it when the transaction
- * commits or put it back if it rolls back.  False if it does not exist.
- */
-bool
-storage_set_aside(const char *root, int dirfd, const char *path)
-{
-	const char *leaf = strrchr(path, '/') + 1;
-	char *trash = storage_leftover_name(leaf, SET_ASIDE_MARK);
-	FileUndo *undo;
-
-	if (renameat(dirfd, leaf, dirfd, trash) != 0)
-	{
-		if (errno == ENOENT)
-			return false;
-		storage_io_error("move", path, errno);
-	}
-	undo = new_undo(root);
-	undo->set_aside = MemoryContextStrdup(TopTransactionContext,
-										  psprintf("%.*s%s", (int)(leaf - path), path, trash));
-	undo->original = MemoryContextStrdup(TopTransactionContext, path);
-	return true;
-}
-
-static void storage_xact_callback(XactEvent event, void *arg);
-static void storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-									 SubTransactionId parentSubid, void *arg);
-
-/* local_roots must be a list of absolute folders. */
-static bool
-check_local_roots(char **newval, void **extra pg_attribute_unused(),
-				  GucSource source pg_attribute_unused())
-{
-	char *raw = pstrdup(*newval);
-	List *roots;
-	ListCell *lc;
-
-	if (!SplitDirectoriesString(raw, ',', &roots))
-	{
-		GUC_check_errdetail("List syntax is invalid.");
-		return false;
-	}
-	foreach (lc, roots)
-	{
-		if (!is_absolute_path((char *)lfirst(lc)))
-		{
-			GUC_check_errdetail("\"%s\" is not an absolute path.", (char *)lfirst(lc));
-			return false;
-		}
-	}
-	return true;
-}
-
-void
-storage_init(void)
-{
-	/*
-	 * Superuser only: the catalog writes manifests as the server's OS user
-	 * in these folders, on behalf of any role that can create versions.
-	 */
-	DefineCustomStringVariable("lance_namespace.local_roots",
-							   "Local folders whose tables have their versions managed by the "
-							   "catalog.",
-							   "A comma-separated list of absolute paths.  For tables below "
-							   "them the catalog answers managed_versioning and writes each "
-							   "version's manifest.",
-							   &local_roots, "", PGC_SUSET, 0, check_local_roots, NULL, NULL);
-	s3_init();
-	RegisterXactCallback(storage_xact_callback, NULL);
-	RegisterSubXactCallback(storage_subxact_callback, NULL);
-}
-
-/* True if lance_namespace.local_roots names at least one folder. */
-bool
-storage_has_local_roots(void)
-{
-	return local_roots != NULL && local_roots[0] != '\0';
-}
-
-/*
- * The local root that canonical local path `path` is strictly below, with
- * its trailing slashes cut, or NULL.  With `resolved`, the roots are taken
- * as the file system resolves them (a root may itself be reached through a
- * link, e.g. /var/run).
- */
-static char *
-managing_root(const char *path, bool resolved)
-{
-	char *roots;
-	List *root_list;
-	ListCell *lc;
-
-	if (path == NULL || !storage_has_local_roots())
-		return NULL;
-	roots = pstrdup(local_roots);
-	if (!SplitDirectoriesString(roots, ',', &root_list))
-		return NULL; /* the setting's check hook refuses such a value */
-	foreach (lc, root_list)
-	{
-		char *root = (char *)lfirst(lc);
-		char real[PATH_MAX];
-		size_t len;
-
-		if (resolved && realpath(root, real) != NULL)
-			root = pstrdup(real);
-		len = strlen(root);
-		while (len > 0 && root[len - 1] == '/')
-			len--;
-		/* strictly below the root ("/" itself is the root of everything) */
-		if (strncmp(path, root, len) == 0 && path[len] == '/' && path[len + 1] != '\0')
-			return len == 0 ? pstrdup("/") : pnstrdup(root, len);
-	}
-	return NULL;
-}
 
 /* The file system's real path of `path`: its longest existing part resolved, the rest as is. */
 static char *
@@ -379,13 +85,13 @@ local_check_location(const char *location)
 	if (path == NULL || !storage_has_local_roots())
 		return;
 	real = real_path_of(path);
-	root = managing_root(path, false);
+	root = storage_managing_root(path, false);
 	/* below a root, only the root itself may be reached through a link */
 	/* (real_path_of("/") is "", so that "/" + the rest stays one slash) */
 	expected = root ? psprintf("%s%s", real_path_of(root),
 							   path + (strcmp(root, "/") == 0 ? 0 : strlen(root)))
 					: path;
-	if (strcmp(real, expected) != 0 && (root != NULL || managing_root(real, true) != NULL))
+	if (strcmp(real, expected) != 0 && (root != NULL || storage_managing_root(real, true) != NULL))
 		ln_error_detail(LN_INVALID_INPUT, "Register the folder by its own path, without links.",
 						"location \"%s\" passes through a symbolic link (it is \"%s\")", location,
 						real);
@@ -398,7 +104,7 @@ local_check_location(const char *location)
 bool
 local_is_managed(const char *location)
 {
-	return managing_root(location_local_path(location), false) != NULL;
+	return storage_managing_root(location_local_path(location), false) != NULL;
 }
 
 /*
@@ -531,28 +237,6 @@ copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_p
 	fs_close(out);
 	fs_close(in);
 	return total;
-}
-
-/*
- * Hold final manifest `path` until this (sub)transaction ends: a
- * transaction-scoped lock on the name, released with the transaction's
- * other locks.  A writer that rolls back leaves the proc array, so that a
- * newcomer finds its version row dead and takes the key at once, before
- * its abort callback undoes its final manifest (undo_on_abort); it
- * releases its locks only after that callback.  Waiting here for the name
- * orders every link of a final manifest after the undo of the writer that
- * had it before, so an undo never meets another writer's file, whatever
- * its inode number.
- */
-void
-storage_lock_final_name(const char *path)
-{
-	LOCKTAG tag;
-	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
-
-	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32)(h >> 32), (uint32)h, 0x4d46 /* "MF" */);
-	(void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /*
@@ -697,174 +381,6 @@ local_materialize_manifest(const ManifestCopy *copy)
 	fs_close(dirfd);
 }
 
-/* Undo one step on abort.  No error may escape: the transaction is ending. */
-static void
-undo_on_abort(const FileUndo *undo)
-{
-	const char *leaf;
-	int dirfd;
-	struct stat st;
-
-	/* remove what was made here, unless another writer has replaced it since */
-	if (undo->created != NULL && (dirfd = open_parent_quiet(undo->root, undo->created, &leaf)) >= 0)
-	{
-		if (fs_stat_at(dirfd, leaf, &st) && st.st_dev == undo->dev && st.st_ino == undo->ino &&
-			unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0)
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m",
-							undo->created)));
-		fs_close(dirfd);
-	}
-	if (undo->set_aside != NULL)
-	{
-		dirfd = open_parent_quiet(undo->root, undo->original, &leaf);
-		if (dirfd < 0 || renameat(dirfd, strrchr(undo->set_aside, '/') + 1, dirfd, leaf) != 0)
-			ereport(WARNING, (errcode_for_file_access(),
-							  errmsg("lance_namespace: could not put \"%s\" back at \"%s\" after a "
-									 "rollback: %m",
-									 undo->set_aside, undo->original)));
-		fs_close(dirfd);
-	}
-}
-
-/*
- * Run one undo or finish step in a commit or abort callback, where an error
- * may not escape (after the commit record it would be a PANIC): a failure,
- * such as running out of memory walking a huge folder, is logged, and what
- * is left is the sweep's to finish.
- */
-static void
-run_quietly(void (*step)(const FileUndo *), const FileUndo *undo)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-
-	PG_TRY();
-	{
-		step(undo);
-	}
-	PG_CATCH();
-	{
-		ErrorData *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(WARNING, (errmsg("lance_namespace: %s; lance_sweep_leftovers() finishes it",
-								 edata->message)));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-}
-
-static void
-finish_on_commit(const FileUndo *undo)
-{
-	const char *leaf;
-	int dirfd;
-	int err = 0;
-
-	if (undo->remove_on_commit != NULL)
-	{
-		dirfd = open_parent_quiet(undo->root, undo->remove_on_commit, &leaf);
-		if ((dirfd < 0 || unlinkat(dirfd, leaf, 0) != 0) && errno != ENOENT)
-			ereport(WARNING, (errcode_for_file_access(),
-							  errmsg("lance_namespace: could not remove \"%s\": %m",
-									 undo->remove_on_commit)));
-		fs_close(dirfd);
-	}
-	if (undo->set_aside != NULL)
-	{
-		dirfd = open_parent_quiet(undo->root, undo->set_aside, &leaf);
-		err = dirfd < 0 ? errno : fs_remove_tree_at(dirfd, leaf);
-		if (err != 0 && err != ENOENT)
-		{
-			errno = err;
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("lance_namespace: could not remove \"%s\": %m", undo->set_aside)));
-		}
-		fs_close(dirfd);
-	}
-}
-
-static void
-storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			if (undo_list != NULL || storage_refs_pending() || s3_has_pending())
-				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that changed files on "
-										 "storage (versions, tags or branches)");
-			break;
-		case XACT_EVENT_PRE_COMMIT:
-		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			storage_refs_apply();
-			s3_apply_pending();
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			fs_release(true, InvalidSubTransactionId);
-			for (FileUndo *u = undo_list; u != NULL; u = u->next)
-				run_quietly(finish_on_commit, u);
-			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
-			undo_list = NULL;
-			s3_end_transaction(true);
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			fs_release(true, InvalidSubTransactionId);
-			storage_refs_discard(true, InvalidSubTransactionId);
-			for (FileUndo *u = undo_list; u != NULL; u = u->next)
-				run_quietly(undo_on_abort, u);
-			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
-			undo_list = NULL;
-			s3_end_transaction(false);
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
-						 void *arg pg_attribute_unused())
-{
-	FileUndo **link = &undo_list;
-
-	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
-		return;
-	s3_end_subtransaction(event == SUBXACT_EVENT_COMMIT_SUB, mySubid, parentSubid);
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		fs_release(false, mySubid);
-		storage_refs_discard(false, mySubid);
-	}
-	else
-	{
-		fs_reassign(mySubid, parentSubid);
-		storage_refs_reassign(mySubid, parentSubid);
-	}
-	while (*link != NULL)
-	{
-		FileUndo *u = *link;
-
-		if (u->subid != mySubid)
-			link = &u->next;
-		else if (event == SUBXACT_EVENT_COMMIT_SUB)
-		{
-			u->subid = parentSubid;
-			link = &u->next;
-		}
-		else
-		{
-			run_quietly(undo_on_abort, u);
-			*link = u->next;
-		}
-	}
-}
-
 /*
  * Remove a dropped table's folder.  Returns NULL on success (also when the
  * folder is gone already), else why nothing or not everything was removed.
@@ -886,7 +402,7 @@ local_remove_table_data(const char *location, bool *later pg_attribute_unused())
 	int err;
 	struct stat st;
 
-	if (path == NULL || (root = managing_root(path, false)) == NULL)
+	if (path == NULL || (root = storage_managing_root(path, false)) == NULL)
 		return psprintf("\"%s\" is not below lance_namespace.local_roots", location);
 	leaf = strrchr(path, '/') + 1;
 	parent = pnstrdup(path, leaf - 1 - path);
@@ -1065,7 +581,7 @@ local_sweep_table(const char *location, int *removed, int *restored)
 	if (!local_is_managed(location))
 		return;
 	folder = location_local_path(location);
-	root = managing_root(folder, false);
+	root = storage_managing_root(folder, false);
 	sweep_removed = sweep_restored = 0;
 	for (size_t i = 0; i < lengthof(parts); i++)
 	{

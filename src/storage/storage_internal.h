@@ -3,8 +3,9 @@
  *		What the storage modules share: the backends behind storage.h (the
  *		local one in storage.c and storage_refs.c, the S3 one in
  *		storage_s3.c), reaching files under the local roots through folder
- *		descriptors (storage_fs.h), the undo of file changes on rollback,
- *		and the pending ref changes applied at pre-commit.  Included by the
+ *		descriptors (storage_fs.h, storage_local.c), the undo of file changes
+ *		on rollback, and the pending ref changes applied at pre-commit
+ *		(storage_xact.c drives both).  Included by the
  *		storage modules alone.
  */
 #ifndef LN_STORAGE_INTERNAL_H
@@ -94,7 +95,13 @@ extern void s3_end_transaction(bool commit);
 extern void s3_end_subtransaction(bool commit, SubTransactionId mySubid,
 								  SubTransactionId parentSubid);
 
-/* storage.c */
+/* storage_local.c: the local roots, and the undo list of file changes */
+extern void storage_local_init(void);
+extern char *storage_managing_root(const char *path, bool resolved);
+extern bool storage_local_pending(void);
+extern void storage_local_end_transaction(bool commit);
+extern void storage_local_end_subtransaction(bool commit, SubTransactionId mySubid,
+											 SubTransactionId parentSubid);
 extern void storage_lock_final_name(const char *path);
 extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 extern char *storage_root_of(const char *path);
