@@ -7,7 +7,7 @@
  * Lance keeps a table's tags and branches on storage, in the table's _refs
  * folder, and the official client creates and reads tags there without
  * asking the catalog.  So that there is one truth, these operations read and
- * write those files in Lance's format (storage.c keeps them atomic and
+ * write those files in Lance's format (storage keeps them atomic and
  * undoes them on rollback), and check the versions they name against the
  * catalog's version records.  They work for tables under
  * lance_namespace.local_roots; elsewhere they answer LN000.  Refs of one

@@ -5,7 +5,7 @@
  *		symbolic link, and every open, link, rename, removal and listing
  *		acts relative to such a descriptor, so that no folder swapped for a
  *		link between a check and its use can redirect it.  Used by
- *		storage.c alone; it knows nothing of the catalog.
+ *		the local backend alone; it knows nothing of the catalog.
  */
 #ifndef LN_STORAGE_FS_H
 #define LN_STORAGE_FS_H

@@ -1,7 +1,7 @@
 /*
  * storage_internal.h
  *		What the storage modules share: the backends behind storage.h (the
- *		local one in storage.c and storage_refs.c, the S3 one in
+ *		local one in storage_manifest.c and storage_refs.c, the S3 one in
  *		storage_s3.c), reaching files under the local roots through folder
  *		descriptors (storage_fs.h, storage_local.c), the undo of file changes
  *		on rollback, and the pending ref changes applied at pre-commit
@@ -49,7 +49,7 @@ typedef struct StorageBackend
 	void (*delete_branch_data)(const char *location, const char *branch, bool has_children);
 } StorageBackend;
 
-/* the local backend: storage.c */
+/* the local backend: storage_manifest.c */
 extern bool local_is_managed(const char *location);
 extern void local_check_location(const char *location);
 extern void local_sweep_table(const char *location, int *removed, int *restored);

@@ -5,7 +5,7 @@
  *		without following links, the names of leftovers, and the undo list
  *		of file changes, worked through when the transaction ends.
  *
- * The local backend's manifests (storage.c) and refs (storage_refs.c) share
+ * The local backend's manifests (storage_manifest.c) and refs (storage_refs.c) share
  * these, and the S3 backend shares the final-name lock; none of them calls
  * back up into another, so the transaction's end (storage_xact.c) can drive
  * them all from above.

@@ -9,8 +9,8 @@
  * not see a tag or branch that a transaction still in flight may roll back.
  * The new content is written and flushed at once, next to its final name;
  * at pre-commit it is moved into place (and recorded in the undo list of
- * storage.c, in case the commit fails after that).  Reads of the same
- * transaction see the pending state.  As in storage.c, every file is
+ * storage_local.c, in case the commit fails after that).  Reads of the same
+ * transaction see the pending state.  As for manifests, every file is
  * reached through a descriptor of its folder opened from the local root
  * without following links, never by its path.
  */

@@ -13,7 +13,7 @@
  * deleted after the commit that deleted it.
  *
  * The storage setting of a location is looked up once per transaction (the
- * finder storage.c was given).  The undo keeps its own copy of how to reach
+ * finder _PG_init gave this file).  The undo keeps its own copy of how to reach
  * the store: commit and abort callbacks cannot read the catalog.
  */
 #include "postgres.h"

@@ -1,5 +1,5 @@
 /*
- * storage.c
+ * storage_manifest.c
  *		Manifests on local storage.
  *
  * A Lance writer whose table the catalog manages writes its new manifest to
