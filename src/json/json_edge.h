@@ -2,6 +2,7 @@
  * json_edge.h
  *		The JSON edge: jsonb requests to C structs, C structs to jsonb
  *		responses.  The only part of the extension that knows JSON.
+ *		json_decode.c defines the decoders and json_encode.c the encoders.
  */
 #ifndef LN_JSON_EDGE_H
 #define LN_JSON_EDGE_H

@@ -1,0 +1,36 @@
+/*
+ * json_internal.h
+ *		What the JSON edge's files share: json-c trees tied to the current
+ *		memory context, arrays of strings, and the keys of commit operations,
+ *		all in json_edge.c.  Included by json_edge.c, json_decode.c and
+ *		json_encode.c alone; callers outside include json_edge.h.
+ */
+#ifndef LN_JSON_INTERNAL_H
+#define LN_JSON_INTERNAL_H
+
+#include "postgres.h"
+
+#include <json-c/json.h>
+
+#include "../common/types.h"
+
+typedef struct JsonTree
+{
+	MemoryContextCallback callback;
+	json_object *root;
+} JsonTree;
+
+/* The keys of a CommitTableOperation, in LnCommitKind order, with what each knows. */
+typedef struct CommitKind
+{
+	const char *key;
+	uint64 known_fields;
+} CommitKind;
+
+extern const CommitKind commit_kinds[LN_COMMIT_DEREGISTER_TABLE + 1];
+
+extern void release_tree(void *arg);
+extern JsonTree *guard_tree(json_object *root);
+extern json_object *new_string_array(int n, char **strings);
+
+#endif /* LN_JSON_INTERNAL_H */
