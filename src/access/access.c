@@ -271,13 +271,12 @@ check_batch_commit(const LnRequest *req)
 void
 access_check_request(const LnOperationDef *op, const LnRequest *req)
 {
-	int index = (int)(op - ln_operations);
 	bool is_namespace = strncmp(op->http_path, "/v1/namespace/", 14) == 0;
 
 	if (caller_is_admin)
 		return;
 
-	switch (index)
+	switch (op->index)
 	{
 		case LN_OP_ListAllTables:
 			if (!access_may(CATALOG_ROOT_ID, LN_PRIV_READ))
@@ -313,7 +312,7 @@ access_check_request(const LnOperationDef *op, const LnRequest *req)
 		check_object(&req->id, req->id.len, is_namespace, op->privilege, false);
 
 	/* a rename also makes a name in the namespace it moves the table to, or in its own */
-	if (index == LN_OP_RenameTable)
+	if (op->index == LN_OP_RenameTable)
 	{
 		if (req->present & LN_REQ_NEW_NAMESPACE_ID)
 			check_object(&req->new_namespace_id, req->new_namespace_id.len, true, LN_PRIV_WRITE,

@@ -6,7 +6,7 @@
 #ifndef LN_ACCESS_H
 #define LN_ACCESS_H
 
-#include "../frame/registry.h"
+#include "../common/types.h"
 
 extern void access_begin(void);
 extern void access_check_request(const LnOperationDef *op, const LnRequest *req);

@@ -1,16 +1,19 @@
 /*
- * lance_namespace.h
- *		Types shared by the layers of the lance_namespace extension.
+ * types.h
+ *		Types shared by the layers of the lance_namespace extension: the
+ *		decoded request, the response to encode, and an operation's row of
+ *		the registry.  It declares no function and calls nothing, so that
+ *		every layer may include it without depending on another.
  *
- * A request flows one way: the frame (frame.c) has the JSON edge
- * (json_edge.c) decode the jsonb request into an LnRequest, the handler the
- * operation registry (operations.def) names checks it and acts through the
- * shared modules on the catalog (catalog.c) and storage (storage.c), and
- * fills an LnResponse, which the JSON edge encodes.  Only json_edge.c knows
- * the request and response JSON.
+ * A request flows one way: the frame (frame/frame.c) has the JSON edge
+ * (json/) decode the jsonb request into an LnRequest, the handler the
+ * operation registry (frame/operations.def) names checks it and acts
+ * through the model (model/) on the catalog (catalog/) and storage
+ * (storage/), and fills an LnResponse, which the JSON edge encodes.  Only
+ * the JSON edge knows the request and response JSON.
  */
-#ifndef LANCE_NAMESPACE_H
-#define LANCE_NAMESPACE_H
+#ifndef LN_TYPES_H
+#define LN_TYPES_H
 
 #include "postgres.h"
 
@@ -284,4 +287,36 @@ struct LnCommitResult
 
 typedef void (*LnOperation)(const LnRequest *req, LnResponse *resp);
 
-#endif /* LANCE_NAMESPACE_H */
+/* An operation's place in the registry (ln_operations), LN_OP_<operationId>. */
+typedef enum LnOperationIndex
+{
+#define LN_OPERATION(id, ...) LN_OP_##id,
+#include "../frame/operations.def"
+#undef LN_OPERATION
+	LN_NUM_OPERATIONS
+} LnOperationIndex;
+
+/* The operation registry's row flags (frame/registry.h has the rows). */
+#define LN_OP_CHANGES		  (1u << 0) /* may change the catalog (or table refs) */
+#define LN_OP_EMPTY_ANSWER	  (1u << 1) /* REST answers 204 without a body (the Exists calls) */
+#define LN_OP_TRANSACTION_IDS (1u << 2) /* answers transaction_id as an array */
+#define LN_OP_ON_PARENT                                                                            \
+	(1u << 3)				  /* makes its object: the privilege is on the namespace it goes in */
+#define LN_OP_LISTS (1u << 4) /* lists what is in its namespace: each item needs read */
+
+/* One operation of the spec. */
+typedef struct LnOperationDef
+{
+	LnOperationIndex index;	  /* its place in the registry */
+	const char *operation_id; /* the spec's operationId */
+	const char *sql_function; /* lance_<operation>(request jsonb) RETURNS jsonb */
+	LnOperation handler;	  /* NULL: not served, and not_served says why */
+	uint64 request_members;	  /* LN_REQ_* bits of the request members it reads */
+	const char *http_method;  /* "GET" or "POST", as the spec routes it */
+	const char *http_path;	  /* below the server root; {id} and {index_name} are one segment */
+	uint32 flags;			  /* LN_OP_* */
+	LnPrivilege privilege;
+	const char *not_served;
+} LnOperationDef;
+
+#endif /* LN_TYPES_H */

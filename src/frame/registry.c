@@ -14,7 +14,8 @@
 
 const LnOperationDef ln_operations[LN_NUM_OPERATIONS] = {
 #define LN_OPERATION(id, sql, handler, members, method, path, flags, privilege, not_served)        \
-	[LN_OP_##id] = {#id, #sql, handler, members, method, path, flags, privilege, not_served},
+	[LN_OP_##id] = {LN_OP_##id, #id,  #sql,	 handler,	members,                                   \
+					method,		path, flags, privilege, not_served},
 #include "operations.def"
 #undef LN_OPERATION
 };
