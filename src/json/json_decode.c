@@ -304,19 +304,21 @@ decode_operations(json_object *value, const char *prefix, const char *field, LnR
 		json_object *obj = decode_element(value, i, prefix, field, &element);
 		int found = -1;
 
-		for (int k = 0; k < (int)lengthof(commit_kinds); k++)
+		for (int k = 0; k < (int)lengthof(json_commit_kinds); k++)
 		{
 			json_object *member;
 
-			if (!json_object_object_get_ex(obj, commit_kinds[k].key, &member) || member == NULL)
+			if (!json_object_object_get_ex(obj, json_commit_kinds[k].key, &member) ||
+				member == NULL)
 				continue;
 			if (found != -1)
 				found = -2; /* two or more: refused below */
 			else
 			{
 				found = k;
-				decode_request_object(member, psprintf("%s.%s.", element, commit_kinds[k].key),
-									  commit_kinds[k].known_fields, &req->operations[i].request);
+				decode_request_object(member, psprintf("%s.%s.", element, json_commit_kinds[k].key),
+									  json_commit_kinds[k].known_fields,
+									  &req->operations[i].request);
 			}
 		}
 		if (found < 0)
@@ -519,7 +521,7 @@ parse_text(const char *text, const char *what)
 		ln_error(LN_INVALID_INPUT, "%s is not JSON: %s", what, json_tokener_error_desc(jerr));
 	}
 	json_tokener_free(tok);
-	return guard_tree(root);
+	return json_guard_tree(root);
 }
 
 /*
@@ -529,7 +531,7 @@ parse_text(const char *text, const char *what)
 static JsonTree *
 jsonb_tree(Jsonb *jsonb, const char *what)
 {
-	JsonTree *tree = guard_tree(NULL);
+	JsonTree *tree = json_guard_tree(NULL);
 
 	if (!json_tree_from_jsonb(jsonb, LN_MAX_JSON_DEPTH, &tree->root))
 		ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
@@ -578,7 +580,7 @@ json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
 	decode_request_object(tree->root, "", known_fields, req);
-	release_tree(tree);
+	json_release_tree(tree);
 }
 
 /* The request field named `key` that `known_fields` includes, or NULL. */
@@ -662,7 +664,7 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 		root = tree->root;
 	}
 	if (root == NULL) /* no body, or the literal null */
-		tree = guard_tree(root = json_object_new_object());
+		tree = json_guard_tree(root = json_object_new_object());
 	if (!json_object_is_type(root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request body must be a JSON object");
 
@@ -679,7 +681,7 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 		if (json_object_object_get_ex(root, "id", &id) && id != NULL && !same_id(id, path_id))
 			ln_error(LN_INVALID_INPUT, "the body's id does not match the id in the path \"%s\"",
 					 ln_id_string(path_id, path_id->len));
-		json_object_object_add(root, "id", new_string_array(path_id->len, path_id->names));
+		json_object_object_add(root, "id", json_new_string_array(path_id->len, path_id->names));
 	}
 
 	/* identity and context from headers win over the body's */
@@ -713,7 +715,7 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 	}
 
 	decode_request_object(root, "", known_fields, req);
-	release_tree(tree);
+	json_release_tree(tree);
 }
 
 /* The request headers given to the REST dispatch as a jsonb object, names in lower case. */
@@ -726,7 +728,7 @@ json_decode_headers(Jsonb *headers)
 	if (tree->root == NULL)
 		ln_error(LN_INVALID_INPUT, "the headers must be a JSON object of strings");
 	decode_map(tree->root, "", "headers", &holder.properties);
-	release_tree(tree);
+	json_release_tree(tree);
 	for (int i = 0; i < holder.properties.len; i++)
 		for (char *c = holder.properties.keys[i]; *c; c++)
 			*c = pg_ascii_tolower((unsigned char)*c);
@@ -750,7 +752,7 @@ get_member(json_object *obj, const char *key, json_type type)
 bool
 json_parse_ref_file(const char *text, bool branch, LnRefContents *out)
 {
-	JsonTree *tree = guard_tree(json_tokener_parse(text));
+	JsonTree *tree = json_guard_tree(json_tokener_parse(text));
 	json_object *obj = tree->root;
 	json_object *value;
 	bool ok = false;
@@ -810,7 +812,7 @@ json_parse_ref_file(const char *text, bool branch, LnRefContents *out)
 			}
 		}
 	}
-	release_tree(tree);
+	json_release_tree(tree);
 	return ok;
 }
 
@@ -845,7 +847,7 @@ json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char
 		*role = required_name(tree->root, "role");
 		*privilege = required_name(tree->root, "privilege");
 	}
-	release_tree(tree);
+	json_release_tree(tree);
 }
 
 /*
@@ -866,7 +868,7 @@ json_decode_storage_setting(Jsonb *request, bool with_options, char **location, 
 	*location = required_name(tree->root, "location");
 	if (!with_options)
 	{
-		release_tree(tree);
+		json_release_tree(tree);
 		return;
 	}
 	if (!json_object_object_get_ex(tree->root, "options", &member) || member == NULL ||
@@ -891,5 +893,5 @@ json_decode_storage_setting(Jsonb *request, bool with_options, char **location, 
 			n++;
 		}
 	}
-	release_tree(tree);
+	json_release_tree(tree);
 }

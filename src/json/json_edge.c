@@ -19,7 +19,7 @@
 #include "json_internal.h"
 
 /* The keys of a CommitTableOperation, in LnCommitKind order, with what each knows. */
-const CommitKind commit_kinds[] = {
+const CommitKind json_commit_kinds[] = {
 	[LN_COMMIT_DECLARE_TABLE] = {"declare_table", LN_REQ_DECLARE_TABLE},
 	[LN_COMMIT_CREATE_TABLE_VERSION] = {"create_table_version", LN_REQ_CREATE_TABLE_VERSION},
 	[LN_COMMIT_DELETE_TABLE_VERSIONS] = {"delete_table_versions", LN_REQ_DELETE_TABLE_VERSIONS},
@@ -27,7 +27,7 @@ const CommitKind commit_kinds[] = {
 };
 
 void
-release_tree(void *arg)
+json_release_tree(void *arg)
 {
 	JsonTree *tree = (JsonTree *)arg;
 
@@ -38,11 +38,11 @@ release_tree(void *arg)
 
 /* Make `root` owned by the current memory context. */
 JsonTree *
-guard_tree(json_object *root)
+json_guard_tree(json_object *root)
 {
 	JsonTree *tree = palloc0(sizeof(JsonTree));
 
-	tree->callback.func = release_tree;
+	tree->callback.func = json_release_tree;
 	tree->callback.arg = tree;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &tree->callback);
 	tree->root = root;
@@ -50,7 +50,7 @@ guard_tree(json_object *root)
 }
 
 json_object *
-new_string_array(int n, char **strings)
+json_new_string_array(int n, char **strings)
 {
 	json_object *array = json_object_new_array_ext(n);
 

@@ -45,10 +45,10 @@ tree_text(json_object *root)
 static char *
 tree_to_text(json_object *root)
 {
-	JsonTree *tree = guard_tree(root);
+	JsonTree *tree = json_guard_tree(root);
 	char *text = tree_text(root);
 
-	release_tree(tree);
+	json_release_tree(tree);
 	return text;
 }
 
@@ -56,18 +56,18 @@ tree_to_text(json_object *root)
 static Jsonb *
 tree_to_jsonb(json_object *root)
 {
-	JsonTree *tree = guard_tree(root);
+	JsonTree *tree = json_guard_tree(root);
 	Jsonb *jsonb = json_tree_to_jsonb(root);
 	char *text;
 
 	if (jsonb != NULL)
 	{
-		release_tree(tree);
+		json_release_tree(tree);
 		return jsonb;
 	}
 	/* what only JSON text says the same way (json_tree_to_jsonb): through jsonb_in */
 	text = tree_text(root);
-	release_tree(tree);
+	json_release_tree(tree);
 	return DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(text)));
 }
 
@@ -149,11 +149,11 @@ json_ref_file(const LnRefContents *contents, bool branch)
 {
 	json_object *obj =
 		branch ? new_branch_contents(contents, true) : new_tag_contents(contents, true);
-	JsonTree *tree = guard_tree(obj);
+	JsonTree *tree = json_guard_tree(obj);
 	char *text = pstrdup(json_object_to_json_string_ext(
 		obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
 
-	release_tree(tree);
+	json_release_tree(tree);
 	return text;
 }
 
@@ -163,11 +163,11 @@ new_response(const LnResponse *resp)
 	json_object *obj = json_object_new_object();
 
 	if (resp->fields & LN_RESP_ID)
-		json_object_object_add(obj, "id", new_string_array(resp->id.len, resp->id.names));
+		json_object_object_add(obj, "id", json_new_string_array(resp->id.len, resp->id.names));
 	if (resp->fields & LN_RESP_NAMESPACES)
-		json_object_object_add(obj, "namespaces", new_string_array(resp->nnames, resp->names));
+		json_object_object_add(obj, "namespaces", json_new_string_array(resp->nnames, resp->names));
 	if (resp->fields & LN_RESP_TABLES)
-		json_object_object_add(obj, "tables", new_string_array(resp->nnames, resp->names));
+		json_object_object_add(obj, "tables", json_new_string_array(resp->nnames, resp->names));
 	if (resp->fields & LN_RESP_PAGE_TOKEN)
 		json_object_object_add(obj, "page_token",
 							   resp->page_token ? json_object_new_string(resp->page_token) : NULL);
@@ -188,8 +188,9 @@ new_response(const LnResponse *resp)
 	if (resp->fields & LN_RESP_TABLE)
 		json_object_object_add(obj, "table", json_object_new_string(resp->table));
 	if (resp->fields & LN_RESP_NAMESPACE)
-		json_object_object_add(obj, "namespace",
-							   new_string_array(resp->namespace_id.len, resp->namespace_id.names));
+		json_object_object_add(
+			obj, "namespace",
+			json_new_string_array(resp->namespace_id.len, resp->namespace_id.names));
 	if (resp->fields & LN_RESP_TRANSACTION_ID)
 	{
 		json_object *id = json_object_new_string(resp->transaction_id);
@@ -240,7 +241,7 @@ new_response(const LnResponse *resp)
 		{
 			json_object *result = json_object_new_object();
 
-			json_object_object_add(result, commit_kinds[resp->results[i].kind].key,
+			json_object_object_add(result, json_commit_kinds[resp->results[i].kind].key,
 								   new_response(&resp->results[i].response));
 			json_object_array_add(array, result);
 		}
@@ -275,7 +276,7 @@ json_encode_grant(const LnId *id, const char *role, const char *privilege, bool 
 {
 	json_object *root = json_object_new_object();
 
-	json_object_object_add(root, "id", new_string_array(id->len, id->names));
+	json_object_object_add(root, "id", json_new_string_array(id->len, id->names));
 	json_object_object_add(root, "role", json_object_new_string(role));
 	json_object_object_add(root, "privilege", json_object_new_string(privilege));
 	json_object_object_add(root, "changed", json_object_new_boolean(changed));
@@ -299,7 +300,7 @@ json_encode_grants(const LnId *id, int n, char **roles, char **privileges)
 		json_object_object_add(grant, "privilege", json_object_new_string(privileges[i]));
 		json_object_array_add(grants, grant);
 	}
-	json_object_object_add(root, "id", new_string_array(id->len, id->names));
+	json_object_object_add(root, "id", json_new_string_array(id->len, id->names));
 	json_object_object_add(root, "grants", grants);
 	return tree_to_jsonb(root);
 }

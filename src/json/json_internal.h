@@ -27,10 +27,10 @@ typedef struct CommitKind
 	uint64 known_fields;
 } CommitKind;
 
-extern const CommitKind commit_kinds[LN_COMMIT_DEREGISTER_TABLE + 1];
+extern const CommitKind json_commit_kinds[LN_COMMIT_DEREGISTER_TABLE + 1];
 
-extern void release_tree(void *arg);
-extern JsonTree *guard_tree(json_object *root);
-extern json_object *new_string_array(int n, char **strings);
+extern void json_release_tree(void *arg);
+extern JsonTree *json_guard_tree(json_object *root);
+extern json_object *json_new_string_array(int n, char **strings);
 
 #endif /* LN_JSON_INTERNAL_H */
