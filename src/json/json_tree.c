@@ -3,10 +3,11 @@
  *		jsonb values as json-c trees and back, without JSON text between.
  *
  * A request arrives as jsonb and an answer leaves as jsonb; the JSON edge
- * (json_decode.c, json_encode.c) decodes and encodes json-c trees, which REST bodies and Lance's
- *files on storage arrive as.  Printing the jsonb as text for json-c to parse, and json-c's text for
- *jsonb_in to parse, cost more than the decoding itself: these walk one structure and build the
- *other.
+ * (json_decode.c, json_encode.c) decodes and encodes json-c trees, which
+ * REST bodies and Lance's files on storage arrive as.  Printing the jsonb
+ * as text for json-c to parse, and json-c's text for jsonb_in to parse,
+ * cost more than the decoding itself: these walk one structure and build
+ * the other.
  *
  * The json-c tree is malloc'ed: the caller owns the root as soon as it
  * exists (json_tree_from_jsonb sets *root before it adds anything to it), so
