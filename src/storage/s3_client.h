@@ -3,6 +3,10 @@
  *		Requests to an S3-compatible object store: libcurl, signed with AWS
  *		Signature V4, with timeouts, retries of what is safe to retry, and
  *		cancellation.  It knows buckets and keys, nothing of tables.
+ *
+ * s3_client.c makes the S3Store; the calls on objects are in s3_objects.c,
+ * s3_init and s3_delete_keys_later in s3_transport.c (s3_internal.h tells
+ * how those files lie).
  */
 #ifndef LN_S3_CLIENT_H
 #define LN_S3_CLIENT_H
