@@ -2,55 +2,25 @@
  * catalog.h
  *		Access to the catalog tables in schema lance_catalog.  The only code
  *		that knows those tables and the statements that read and write them.
+ *
+ * The interface of the catalog's files: catalog.c (the session),
+ * catalog_objects.c, catalog_versions.c, catalog_changes.c,
+ * catalog_access.c and catalog_storage.c.  Its types are in
+ * catalog_types.h.
  */
 #ifndef LN_CATALOG_H
 #define LN_CATALOG_H
 
 #include "../common/types.h"
+#include "catalog_types.h"
 
 #include "datatype/timestamp.h"
 
-/* The root namespace's row; it always exists. */
-#define CATALOG_ROOT_ID 0
-
-typedef struct CatalogObject
-{
-	int64 id;
-	bool is_table;
-	char *name;
-	LnMap properties;
-	char *location;		   /* tables only */
-	bool declared;		   /* tables only: declared, no data registered yet */
-	bool location_derived; /* tables only: the catalog chose the location */
-} CatalogObject;
-
-/*
- * The row lock a look-up takes on the row it finds.  A lock waits for a
- * concurrent transaction that deletes the row (or changes its key), and the
- * look-up then answers what is true once that transaction has ended: a row
- * deleted meanwhile is not found.  KEY_SHARE keeps the row from being
- * deleted (the lock an insert below it needs); FOR_UPDATE is for the
- * operations that delete it or change its key.
- */
-typedef enum CatalogLock
-{
-	CATALOG_NO_LOCK,
-	CATALOG_KEY_SHARE,
-	CATALOG_FOR_UPDATE
-} CatalogLock;
-
-/* One version to insert: the TableVersion with the keys it belongs under. */
-typedef struct CatalogVersionInsert
-{
-	int64 table_id;
-	char *branch; /* "" is main */
-	char *naming_scheme;
-	LnTableVersion version;
-} CatalogVersionInsert;
-
+/* The catalog session (catalog.c) */
 extern void catalog_begin(void);
 extern void catalog_end(void);
 
+/* Namespaces and tables (catalog_objects.c) */
 extern bool catalog_lookup_child(int64 parent_id, const char *name, CatalogLock lock,
 								 CatalogObject *out);
 extern int64 catalog_insert_object(int64 parent_id, bool is_table, const char *name,
@@ -68,24 +38,6 @@ extern int catalog_list_all_tables(bool include_declared, int64 after_id, int li
 								   int64 **ids, LnId **paths);
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
-extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
-extern void catalog_tables_exist(int n, const int64 *table_ids, bool *exists);
-extern void catalog_mark_tables_with_data(int n, const int64 *table_ids);
-extern int catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after,
-								 int limit, LnTableVersion **versions);
-extern bool catalog_get_version(int64 table_id, const char *branch, int64 version,
-								LnTableVersion *out);
-extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last);
-extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
-								   const int64 *versions, const bool *has_version, int nnamespaces,
-								   char **namespaces, const LnMap *context, const char *status,
-								   const LnMap *properties, const char *drop_location,
-								   const char *role, int64 *seq);
-extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
-							   LnMap *properties, char **role);
-extern void catalog_set_change(const char *transaction_id, const char *status,
-							   const LnMap *properties);
-extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 extern bool catalog_location_in_use(const char *path, int64 except_id);
 extern bool catalog_location_taken(const char *path, int64 except_id);
 extern bool catalog_lock_table_refs(int64 table_id);
@@ -98,7 +50,29 @@ extern int catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name
 
 extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
 
-/* Privileges and API keys (access.c, grants.c, api_keys.c) */
+/* Table versions (catalog_versions.c) */
+extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
+extern void catalog_tables_exist(int n, const int64 *table_ids, bool *exists);
+extern void catalog_mark_tables_with_data(int n, const int64 *table_ids);
+extern int catalog_list_versions(int64 table_id, const char *branch, bool descending, int64 after,
+								 int limit, LnTableVersion **versions);
+extern bool catalog_get_version(int64 table_id, const char *branch, int64 version,
+								LnTableVersion *out);
+extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 first, int64 last);
+
+/* The commit log (catalog_changes.c) */
+extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
+								   const int64 *versions, const bool *has_version, int nnamespaces,
+								   char **namespaces, const LnMap *context, const char *status,
+								   const LnMap *properties, const char *drop_location,
+								   const char *role, int64 *seq);
+extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
+							   LnMap *properties, char **role);
+extern void catalog_set_change(const char *transaction_id, const char *status,
+							   const LnMap *properties);
+extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
+
+/* Privileges and API keys (access.c, grants.c, api_keys.c; catalog_access.c) */
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
 extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);
 extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege);
@@ -106,12 +80,14 @@ extern int catalog_list_grants(int64 object_id, char ***roles, char ***privilege
 extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by);
 extern Oid catalog_authenticate(const char *id, const char *key);
 extern bool catalog_delete_api_key(const char *id);
+extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
+								 TimestampTz **created_at);
+
+/* Storage settings (storage_settings.c, storage.c; catalog_storage.c) */
 extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);
 extern bool catalog_remove_storage(const char *location);
 extern int catalog_list_storage(char ***locations, LnMap **options);
 extern bool catalog_folders_shared_below(const char *folder, char **a, char **b);
 extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
-extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
-								 TimestampTz **created_at);
 
 #endif /* LN_CATALOG_H */

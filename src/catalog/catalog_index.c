@@ -11,7 +11,8 @@
  * (systable_beginscan), under an MVCC snapshot taken as SPI would take it:
  * the transaction's, with the current command id, so that a look-up sees
  * what this transaction wrote before it.  Only plain reads are done here;
- * row locks and writes stay SQL statements in catalog.c.
+ * row locks and writes stay SQL statements (catalog_objects.c and the
+ * other statement files).
  *
  * The relations, their indexes and the columns' numbers are found by name
  * once and kept until a relcache invalidation names one of them: an upgrade
@@ -506,7 +507,7 @@ scalar_text(JsonbValue *v, MemoryContext cxt)
 /*
  * A jsonb object (a version's metadata, a setting's options) as an LnMap,
  * in the object's key order (jsonb_each_text's); a null value is left out,
- * as catalog.c's result_map leaves it out.
+ * as catalog.c's catalog_result_map leaves it out.
  */
 static LnMap
 jsonb_map(Jsonb *metadata, MemoryContext cxt)

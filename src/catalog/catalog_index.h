@@ -1,13 +1,16 @@
 /*
  * catalog_index.h
- *		The catalog's key look-ups by direct index scans (catalog.c's
- *		helpers for the hot paths).
+ *		The catalog's key look-ups by direct index scans (helpers of
+ *		catalog.c and the statement files for the hot paths).
+ *
+ * It uses the catalog's types (catalog_types.h), never catalog.h: the
+ * catalog's files call this module, and it calls none of them back.
  */
 #ifndef LN_CATALOG_INDEX_H
 #define LN_CATALOG_INDEX_H
 
 #include "../common/types.h"
-#include "catalog.h"
+#include "catalog_types.h"
 
 /* a namespace's or table's row as a look-up by key reads it */
 typedef struct CatalogChild

@@ -1,0 +1,206 @@
+/*
+ * catalog_access.c
+ *		Privileges and API keys in the catalog: grants on namespaces and
+ *		tables, the check that a role holds one, and the keys a request
+ *		authenticates with.
+ *
+ * What access.c asks on every request and what an administrator's
+ * functions (sql/grants.c, sql/api_keys.c) change.  A key is kept as its
+ * SHA-256 hash alone, and authentication finds it by index
+ * (catalog_index.c); the other statements run with catalog.c's plans.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "catalog_index.h"
+#include "catalog_internal.h"
+
+/* This file's statements, by their numbers (catalog_internal.h). */
+static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
+	/* a grant of one of the privileges $3 to role $2 (or one whose privileges it has) on $1 or
+	   above */
+	[STMT_HAS_PRIVILEGE] =
+		{"WITH RECURSIVE up(id) AS ("
+		 "   SELECT $1::bigint"
+		 "   UNION ALL"
+		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
+		 "    WHERE o.parent_id IS NOT NULL)"
+		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
+		 "                 WHERE g.privilege = ANY ($3)"
+		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
+		 3,
+		 {INT8OID, OIDOID, TEXTARRAYOID}},
+	[STMT_INSERT_GRANT] =
+		{"INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
+		 " VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regrole)"
+		 " ON CONFLICT DO NOTHING RETURNING 1",
+		 4,
+		 {INT8OID, OIDOID, TEXTOID, OIDOID}},
+	[STMT_DELETE_GRANT] = {"DELETE FROM lance_catalog.grant"
+						   " WHERE object_id = $1 AND role = $2::pg_catalog.regrole"
+						   "   AND privilege = $3 RETURNING 1",
+						   3,
+						   {INT8OID, OIDOID, TEXTOID}},
+	[STMT_LIST_GRANTS] = {"SELECT role::text, privilege FROM lance_catalog.grant"
+						  " WHERE object_id = $1 ORDER BY role::text COLLATE \"C\", privilege",
+						  1,
+						  {INT8OID}},
+	[STMT_INSERT_API_KEY] = {"INSERT INTO lance_catalog.api_key (id, role, key_hash, created_by)"
+							 " VALUES ($1, $2::pg_catalog.regrole, pg_catalog.sha256($3),"
+							 "         $4::pg_catalog.regrole)",
+							 4,
+							 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
+	/* a key whose role was dropped since is no key */
+	[STMT_DELETE_API_KEY] = {"DELETE FROM lance_catalog.api_key WHERE id = $1 RETURNING 1",
+							 1,
+							 {TEXTOID}},
+	[STMT_LIST_API_KEYS] =
+		{"SELECT id, role::pg_catalog.oid, created_by::pg_catalog.oid, created_at"
+		 "  FROM lance_catalog.api_key ORDER BY created_at, id",
+		 0,
+		 {InvalidOid}},
+};
+
+/* Run one of the statements above; catalog.c prepares and keeps its plan. */
+static int
+execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
+{
+	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
+}
+
+/* `least` and the privileges that include it, as a text[] */
+static Datum
+privileges_datum(LnPrivilege least)
+{
+	char *names[LN_PRIV_MANAGE + 1];
+	int n = 0;
+
+	for (int i = least; i <= LN_PRIV_MANAGE; i++)
+		names[n++] = (char *)ln_privilege_name((LnPrivilege)i);
+	return catalog_text_array_datum(names, n);
+}
+
+/*
+ * True if `role` holds `privilege` (or a greater one) on object_id or on a
+ * namespace above it, directly or through a role whose privileges it has.
+ */
+bool
+catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
+{
+	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   privileges_datum(privilege)};
+	bool isnull;
+
+	execute(STMT_HAS_PRIVILEGE, values, NULL, 1);
+	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
+}
+
+/* Grant `privilege` on object_id to `role`; false if it was granted already. */
+bool
+catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by)
+{
+	Datum values[4] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   CStringGetTextDatum(ln_privilege_name(privilege)),
+					   ObjectIdGetDatum(granted_by)};
+
+	execute(STMT_INSERT_GRANT, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* Revoke `privilege` on object_id from `role`; false if it was not granted. */
+bool
+catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege)
+{
+	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
+					   CStringGetTextDatum(ln_privilege_name(privilege))};
+
+	execute(STMT_DELETE_GRANT, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* The grants on object_id: role names and privileges, by role name. */
+int
+catalog_list_grants(int64 object_id, char ***roles, char ***privileges)
+{
+	Datum values[1] = {Int64GetDatum(object_id)};
+	int n;
+
+	execute(STMT_LIST_GRANTS, values, NULL, 0);
+	n = (int)SPI_processed;
+	*roles = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	*privileges = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*roles)[i] = catalog_result_text(i, 1);
+		(*privileges)[i] = catalog_result_text(i, 2);
+	}
+	return n;
+}
+
+/* Keep API key `id` for `role`; the catalog stores only the hash of `key`. */
+void
+catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by)
+{
+	Datum values[4] = {CStringGetTextDatum(id), ObjectIdGetDatum(role),
+					   PointerGetDatum(cstring_to_text(key)), ObjectIdGetDatum(created_by)};
+
+	execute(STMT_INSERT_API_KEY, values, NULL, 0);
+}
+
+/* The role API key `key` (whose id is `id`) acts as, or InvalidOid if there is no such key. */
+Oid
+catalog_authenticate(const char *id, const char *key)
+{
+	uint8 hash[PG_SHA256_DIGEST_LENGTH];
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *)key, strlen(key)) < 0 ||
+		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
+		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	catalog_check_schema_version();
+	return catalog_index_authenticate(id, hash, sizeof(hash));
+}
+
+/* Forget API key `id`; false if there was none. */
+bool
+catalog_delete_api_key(const char *id)
+{
+	Datum values[1] = {CStringGetTextDatum(id)};
+
+	execute(STMT_DELETE_API_KEY, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/* Every API key: ids, roles, who made each and when (never a key). */
+int
+catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **created_at)
+{
+	int n;
+	bool isnull;
+
+	execute(STMT_LIST_API_KEYS, NULL, NULL, 0);
+	n = (int)SPI_processed;
+	*ids = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	*roles = MemoryContextAlloc(catalog_result_cxt, sizeof(Oid) * (n + 1));
+	*created_by = MemoryContextAlloc(catalog_result_cxt, sizeof(Oid) * (n + 1));
+	*created_at = MemoryContextAlloc(catalog_result_cxt, sizeof(TimestampTz) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*ids)[i] = catalog_result_text(i, 1);
+		(*roles)[i] = DatumGetObjectId(catalog_result_datum(i, 2, &isnull));
+		(*created_by)[i] = DatumGetObjectId(catalog_result_datum(i, 3, &isnull));
+		if (isnull)
+			(*created_by)[i] = InvalidOid;
+		(*created_at)[i] = DatumGetTimestampTz(catalog_result_datum(i, 4, &isnull));
+	}
+	return n;
+}

@@ -1,0 +1,143 @@
+/*
+ * catalog_changes.c
+ *		The catalog's commit log (lance_catalog.change): appending an entry,
+ *		reading and setting a logged transaction's status, and the queue of
+ *		dropped tables whose data waits for removal.
+ *
+ * The log is a table of its own, written by every operation and read by
+ * the change feed and the drop processor; it shares with the object and
+ * version statements only the way statements run (catalog.c).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "catalog.h"
+#include "catalog_internal.h"
+
+/* This file's statements, by their numbers (catalog_internal.h). */
+static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
+	/* the caller is given: the catalog's statements run as its owner */
+	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
+							"       (operation, objects, versions, namespaces, context, status,"
+							"        properties, drop_location, role)"
+							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
+							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name)"
+							" RETURNING seq, transaction_id::text",
+							11,
+							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID}},
+	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
+						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
+						 "       role::text"
+						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
+						 1,
+						 {TEXTOID}},
+	[STMT_GET_CHANGE_FOR_UPDATE] =
+		{"SELECT status, ARRAY(SELECT ARRAY[key, value]"
+		 "                       FROM pg_catalog.jsonb_each_text(properties)),"
+		 "       role::text"
+		 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
+		 " FOR UPDATE",
+		 1,
+		 {TEXTOID}},
+	[STMT_SET_CHANGE] = {"UPDATE lance_catalog.change"
+						 "   SET status = $2, properties = pg_catalog.jsonb_object($3, $4)"
+						 " WHERE transaction_id = $1::uuid",
+						 4,
+						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
+	/* SKIP LOCKED: two processors share the queue, and a drop being canceled waits */
+	[STMT_LIST_QUEUED_DROPS] = {"SELECT transaction_id::text, drop_location"
+								"  FROM lance_catalog.change"
+								" WHERE status = 'Queued' AND operation = 'DropTable'"
+								" ORDER BY seq LIMIT $1"
+								" FOR UPDATE SKIP LOCKED",
+								1,
+								{INT4OID}},
+};
+
+/* Run one of the statements above; catalog.c prepares and keeps its plan. */
+static int
+execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
+{
+	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
+}
+
+/*
+ * Append an entry to the commit log; returns its transaction id and sets
+ * *seq to its number.
+ */
+char *
+catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
+					  const bool *has_version, int nnamespaces, char **namespaces,
+					  const LnMap *context, const char *status, const LnMap *properties,
+					  const char *drop_location, const char *role, int64 *seq)
+{
+	Datum values[11];
+	char nulls[12] = "           ";
+	bool isnull;
+
+	values[0] = CStringGetTextDatum(operation);
+	values[1] = catalog_nullable_text_array_datum(objects, nobjects);
+	values[2] = catalog_int8_array_datum(versions, has_version, nobjects);
+	values[3] = catalog_nullable_text_array_datum(namespaces, nnamespaces);
+	values[4] = catalog_text_array_datum(context->keys, context->len);
+	values[5] = catalog_text_array_datum(context->values, context->len);
+	values[6] = CStringGetTextDatum(status);
+	values[7] = catalog_text_array_datum(properties->keys, properties->len);
+	values[8] = catalog_text_array_datum(properties->values, properties->len);
+	values[9] = catalog_text_datum_or_null(drop_location, &nulls[9]);
+	values[10] = CStringGetTextDatum(role);
+	execute(STMT_INSERT_CHANGE, values, nulls, 0);
+	*seq = DatumGetInt64(catalog_result_datum(0, 1, &isnull));
+	return catalog_result_text(0, 2);
+}
+
+/* The status, properties and role of a logged transaction; false if there is none. */
+bool
+catalog_get_change(const char *transaction_id, bool for_update, char **status, LnMap *properties,
+				   char **role)
+{
+	Datum values[1] = {CStringGetTextDatum(transaction_id)};
+
+	execute(for_update ? STMT_GET_CHANGE_FOR_UPDATE : STMT_GET_CHANGE, values, NULL, 1);
+	if (SPI_processed == 0)
+		return false;
+	*status = catalog_result_text(0, 1);
+	*properties = catalog_result_map(0, 2);
+	*role = catalog_result_text(0, 3);
+	return true;
+}
+
+void
+catalog_set_change(const char *transaction_id, const char *status, const LnMap *properties)
+{
+	Datum values[4];
+
+	values[0] = CStringGetTextDatum(transaction_id);
+	values[1] = CStringGetTextDatum(status);
+	values[2] = catalog_text_array_datum(properties->keys, properties->len);
+	values[3] = catalog_text_array_datum(properties->values, properties->len);
+	execute(STMT_SET_CHANGE, values, NULL, 0);
+}
+
+/* DropTable entries whose data waits for removal, oldest first: their ids and locations. */
+int
+catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations)
+{
+	Datum values[1] = {Int32GetDatum(limit)};
+	int n;
+
+	execute(STMT_LIST_QUEUED_DROPS, values, NULL, 0);
+	n = (int)SPI_processed;
+	*transaction_ids = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	*locations = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*transaction_ids)[i] = catalog_result_text(i, 1);
+		(*locations)[i] = catalog_result_text(i, 2);
+	}
+	return n;
+}

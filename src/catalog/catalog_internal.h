@@ -1,0 +1,101 @@
+/*
+ * catalog_internal.h
+ *		What the catalog's statement files share: the statements by number,
+ *		how one is defined and run (catalog.c keeps the saved plans), and the
+ *		conversions between C values and statement parameters and results.
+ *		Included by the catalog's own files alone.
+ *
+ * Each statement file (catalog_objects.c, catalog_versions.c,
+ * catalog_changes.c, catalog_access.c, catalog_storage.c) defines the SQL
+ * of its own statements, indexed by these numbers, and runs them through
+ * catalog_execute(), which prepares each once per backend and keeps it.
+ */
+#ifndef LN_CATALOG_INTERNAL_H
+#define LN_CATALOG_INTERNAL_H
+
+#include "postgres.h"
+
+#include "../common/types.h"
+
+typedef enum CatalogStatement
+{
+	STMT_LOOKUP_CHILD_FOR_UPDATE,
+	STMT_LOOKUP_CHILD_FOR_KEY_SHARE,
+	STMT_INSERT_OBJECT,
+	STMT_SET_PROPERTIES,
+	STMT_REREGISTER_TABLE,
+	STMT_HAS_CHILDREN,
+	STMT_DELETE_OBJECT,
+	STMT_DELETE_SUBTREE,
+	STMT_MOVE_OBJECT,
+	STMT_LIST_CHILDREN,
+	STMT_LIST_CHILDREN_READABLE,
+	STMT_LIST_TABLES_WITH_DATA,
+	STMT_LIST_TABLES_WITH_DATA_READABLE,
+	STMT_LIST_ALL_TABLES,
+	STMT_LIST_ALL_TABLES_READABLE,
+	STMT_LIST_ALL_TABLES_WITH_DATA,
+	STMT_LIST_ALL_TABLES_WITH_DATA_READABLE,
+	STMT_LOOKUP_TABLES,
+	STMT_INSERT_VERSIONS,
+	STMT_MARK_TABLES_WITH_DATA,
+	STMT_LIST_VERSIONS,
+	STMT_LIST_VERSIONS_DESCENDING,
+	STMT_LIST_LATEST_VERSIONS,
+	STMT_INSERT_CHANGE,
+	STMT_GET_CHANGE,
+	STMT_GET_CHANGE_FOR_UPDATE,
+	STMT_SET_CHANGE,
+	STMT_LIST_QUEUED_DROPS,
+	STMT_LOCK_TABLE_REFS,
+	STMT_INSERT_VERSION,
+	STMT_LOCATION_IN_USE,
+	STMT_LOCATION_TAKEN,
+	STMT_GET_VERSION,
+	STMT_DELETE_VERSIONS,
+	STMT_TABLES_EXIST,
+	STMT_LIST_TABLE_LOCATIONS,
+	STMT_HAS_PRIVILEGE,
+	STMT_INSERT_GRANT,
+	STMT_DELETE_GRANT,
+	STMT_LIST_GRANTS,
+	STMT_INSERT_API_KEY,
+	STMT_DELETE_API_KEY,
+	STMT_LIST_API_KEYS,
+	STMT_SET_STORAGE,
+	STMT_REMOVE_STORAGE,
+	STMT_LIST_STORAGE,
+	STMT_FOLDERS_SHARED_BELOW,
+	NUM_CATALOG_STATEMENTS
+} CatalogStatement;
+
+typedef struct StatementDef
+{
+	const char *sql;
+	int nargs;
+	Oid argtypes[12];
+} StatementDef;
+
+/*
+ * The memory context that was current at catalog_begin(): results are
+ * copied into it, as it outlives SPI.
+ */
+extern MemoryContext catalog_result_cxt;
+
+extern void catalog_check_schema_version(void);
+extern int catalog_execute(CatalogStatement stmt, const StatementDef *def, Datum *values,
+						   const char *nulls, long limit);
+
+/* the results of the statement just run, copied into catalog_result_cxt */
+extern Datum catalog_result_datum(int row, int col, bool *isnull);
+extern char *catalog_result_text(int row, int col);
+extern int catalog_result_text_array(int row, int col, char ***strings);
+extern LnMap catalog_result_map(uint64 row, int col);
+
+/* parameters */
+extern Datum catalog_text_array_datum(char **strings, int n);
+extern Datum catalog_nullable_text_array_datum(char **strings, int n);
+extern Datum catalog_int8_array_datum(const int64 *values, const bool *present, int n);
+extern Datum catalog_text_datum_or_null(const char *s, char *null);
+
+#endif /* LN_CATALOG_INTERNAL_H */
