@@ -13,8 +13,10 @@
 #   LN_TEST_PORT  first port to try for the test server (default 54329)
 #   LN_TEST_ONLY  run only these parts, separated by spaces or commas: sql
 #                 (pg_regress and isolation), node (the end-to-end tests), s3
-#                 (tables on S3, with the S3 test server), and test group
-#                 names (fuzz, gateway, memory, load, ...); default: all
+#                 (tables on S3, with the S3 test server), layers (the
+#                 source tree's dependencies, scripts/check_layers.sh), and
+#                 test group names (fuzz, gateway, memory, load, ...);
+#                 default: all
 set -euo pipefail
 
 # shellcheck source=scripts/common.sh
@@ -353,6 +355,8 @@ main() {
 	install_deps
 	build_and_install
 	start_test_server
+	# the source tree's layers: no circle, no call upward, no file too long
+	run_group layers bash "$ROOT/scripts/check_layers.sh"
 	if wanted sql; then run_sql_tests; fi
 	if wanted node; then run_node_tests; fi
 	if wanted s3; then run_s3_tests; fi
