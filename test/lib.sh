@@ -27,14 +27,51 @@ check() {
 	if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
 }
 
-# new_work_dir: a temporary folder the postgres user may enter, and the
+# new_work_dir [<folder>]: a folder the postgres user may enter, and the
 # places of a test cluster in it: WORK, PGDATA_DIR, SOCK (its socket
-# folder) and TABLES.
+# folder) and TABLES.  Without <folder>, a new temporary one; with it (a
+# group's own variable, as CRASH_DIR, to find the files of a run where one
+# asked), that folder, emptied first: whatever still runs in it is the
+# caller's to stop before.
+# shellcheck disable=SC2120 # most groups want a new folder, and pass none
 new_work_dir() {
-	WORK="$(mktemp -d)"
+	if [[ -n "${1:-}" ]]; then
+		WORK="$(realpath -m -- "$1")"
+		rm -rf -- "$WORK"
+		mkdir -p -- "$WORK"
+	else
+		WORK="$(mktemp -d)"
+	fi
+	# mktemp -d is mode 700 and root's: the server (postgres) must reach into it
 	chown postgres:postgres "$WORK"
 	chmod 755 "$WORK"
 	PGDATA_DIR="$WORK/pgdata"
 	SOCK="$WORK/run"
 	TABLES="$WORK/tables"
+}
+
+# stop_clusters <datadir>...: stop each of a group's clusters that runs (an
+# empty argument, a cluster not made yet, is skipped), saying only when one
+# does not stop.  For EXIT traps: it never fails, so that the trap goes on
+# to stop the others and remove WORK.
+stop_clusters() {
+	local pgdata
+	for pgdata in "$@"; do
+		[[ -n "$pgdata" ]] || continue
+		stop_cluster "$pgdata" >/dev/null 2>&1 || say "warning: could not stop the test server in $pgdata"
+	done
+	return 0
+}
+
+# remove_work_dir [<keep>]: remove WORK (none yet: nothing to do), or, when
+# <keep> is 1 (a group's ..._KEEP variable), keep it and say where it is.
+# For EXIT traps, after stop_clusters: it never fails either.
+remove_work_dir() {
+	[[ -n "${WORK:-}" ]] || return 0
+	if [[ "${1:-}" == 1 ]]; then
+		say "kept $WORK"
+	else
+		rm -rf -- "$WORK" || say "warning: could not remove $WORK"
+	fi
+	return 0
 }

@@ -39,6 +39,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 # shellcheck source=scripts/common.sh
 source "$HERE/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$HERE/../lib.sh"
 
 # Only explicit connection settings reach the server.
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
@@ -62,16 +64,12 @@ cleanup() {
 	trap - EXIT
 	[[ -n "$NODE_PID" ]] && kill "$NODE_PID" 2>/dev/null
 	if [[ -n "$PGDATA_DIR" ]]; then
-		stop_cluster "$PGDATA_DIR" 2>/dev/null || true
+		stop_clusters "$PGDATA_DIR"
+		# a server killed at the wrong moment may leave processes pg_ctl
+		# no longer knows of
 		kill_leftovers
 	fi
-	if [[ -n "$WORK" ]]; then
-		if [[ "${CRASH_KEEP:-}" == 1 ]]; then
-			say "crash test: kept $WORK"
-		else
-			rm -rf "$WORK"
-		fi
-	fi
+	remove_work_dir "${CRASH_KEEP:-}"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -86,33 +84,25 @@ command -v node >/dev/null || {
 	apt-get install -y --no-install-recommends nodejs
 }
 
+# CRASH_DIR may hold the cluster of an earlier run, killed or still up:
+# its processes go before new_work_dir empties the folder.
 if [[ -n "${CRASH_DIR:-}" ]]; then
-	WORK="$(realpath -m -- "$CRASH_DIR")"
-	PGDATA_DIR="$WORK/pgdata"
+	PGDATA_DIR="$(realpath -m -- "$CRASH_DIR")/pgdata"
 	kill_leftovers
-	rm -rf "$WORK"
-	mkdir -p "$WORK"
-else
-	WORK="$(mktemp -d)"
 fi
-# mktemp -d is mode 700 and root's: the server (postgres) must reach into it
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-PGDATA_DIR="$WORK/pgdata"
-SOCKDIR="$WORK/run"
-ROOT_DIR="$WORK/tables"
+new_work_dir "${CRASH_DIR:-}"
 LOGDIR="$WORK/logs"
 DB=lance_crash
 PORT="$(find_free_port "${CRASH_PORT:-55101}")"
 
 init_cluster "$PGDATA_DIR" run
-start_cluster "$PGDATA_DIR" "$PORT" "$SOCKDIR"
-make_postgres_dir "$ROOT_DIR" 777
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK"
+make_postgres_dir "$TABLES" 777
 mkdir -p "$LOGDIR"
 
-psql_() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCKDIR" -p "$PORT" -U postgres "$@"; }
+psql_() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres "$@"; }
 psql_ -d postgres -c "CREATE DATABASE $DB"
-psql_ -d "$DB" -v db="$DB" -v root="$ROOT_DIR" <<'SQL'
+psql_ -d "$DB" -v db="$DB" -v root="$TABLES" <<'SQL'
 CREATE EXTENSION lance_namespace;
 ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
@@ -120,8 +110,8 @@ SQL
 fsync="$(psql_ -d "$DB" -At -c "SELECT current_setting('fsync') || '/' || current_setting('synchronous_commit')")"
 say "crash test: cluster $PGDATA_DIR on port $PORT, fsync/synchronous_commit $fsync"
 
-CRASH_PGDATA="$PGDATA_DIR" CRASH_PORT="$PORT" CRASH_SOCKDIR="$SOCKDIR" CRASH_DB="$DB" \
-	CRASH_ROOT="$ROOT_DIR" CRASH_LOGDIR="$LOGDIR" \
+CRASH_PGDATA="$PGDATA_DIR" CRASH_PORT="$PORT" CRASH_SOCKDIR="$SOCK" CRASH_DB="$DB" \
+	CRASH_ROOT="$TABLES" CRASH_LOGDIR="$LOGDIR" \
 	node "$HERE/crash.mjs" &
 NODE_PID=$!
 rc=0
