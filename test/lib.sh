@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by the test groups under test/ (sourced after scripts/common.sh):
-# the per-check lines scripts/test.sh counts, and the counters a group's
-# summary prints.  Sourced, never executed.
+# the per-check lines scripts/test.sh counts, the counters a group's
+# summary prints, and a group's work folder: made, its clusters stopped and
+# removed at the end.  Sourced, never executed.
 
 CHECKS=0
 FAILS=0
