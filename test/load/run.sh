@@ -38,11 +38,12 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 # shellcheck source=scripts/common.sh
 source "$HERE/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$HERE/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 PG_BIN="${LOAD_PG_BIN:-$PG_BIN}"
 
-WORK="$(mktemp -d)"
-PGDATA_DIR="$WORK/pgdata"
+new_work_dir
 NODE_PID=""
 START=$SECONDS
 
@@ -50,12 +51,8 @@ cleanup() {
 	local rc=$?
 	trap - EXIT
 	[[ -n "$NODE_PID" ]] && kill "$NODE_PID" 2>/dev/null
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
-	if [[ "${LOAD_KEEP:-}" == 1 ]]; then
-		say "load test: kept $WORK"
-	else
-		rm -rf "$WORK"
-	fi
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir "${LOAD_KEEP:-}"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -70,11 +67,6 @@ command -v node >/dev/null || {
 	apt-get install -y --no-install-recommends nodejs
 }
 
-# mktemp -d is mode 700 and root's: the server (postgres) must reach into it
-chown postgres:postgres "$WORK"
-chmod 755 "$WORK"
-SOCK="$WORK/run"
-TABLES="$WORK/tables"
 DB=lance_load
 PORT="$(find_free_port "${LN_TEST_PORT:-54541}")"
 
@@ -107,11 +99,11 @@ NODE_PID=""
 
 # The server survived: no backend died of a signal, no PANIC, no assertion.
 if grep -Eq 'terminated by signal|was terminated by|PANIC:|TRAP:|server process .* exited with exit code' "$PGDATA_DIR/server.log"; then
-	printf '  FAIL  the server did not crash\n'
-	grep -E 'terminated by signal|was terminated by|PANIC:|TRAP:|exited with exit code' "$PGDATA_DIR/server.log" | head -n 5 | sed 's/^/        /'
+	mapfile -t crashes < <(grep -E 'terminated by signal|was terminated by|PANIC:|TRAP:|exited with exit code' "$PGDATA_DIR/server.log" | head -n 5)
+	fail "the server did not crash" "${crashes[@]}"
 	rc=1
 else
-	printf '  ok    the server did not crash\n'
+	pass "the server did not crash"
 fi
 if ((rc != 0)); then
 	say "load test failed; last lines of the server log:"
