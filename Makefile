@@ -34,6 +34,8 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*/*.h) src/frame/operations.def
+# nor flags: the catalog's version check is compiled from EXTVERSION above
+src/catalog/catalog.o: Makefile
 
 # installcheck runs the specs in a fresh $(ISOLATION_DB) with the extension and
 # the helpers, made here whenever the isolation suite is to run.
