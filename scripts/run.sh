@@ -19,7 +19,8 @@
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
 # socket), tables/ (lance_namespace.root and local_roots: where table data
 # and manifests go), gateway/ (nginx configuration, pid and logs), api_key
-# (an administrator's API key for the gateway, mode 0600).
+# (an administrator's API key for the gateway, mode 0600), library.sha256
+# (the build of the library the running server started with).
 # Safe to run again: every step checks before it acts.
 set -euo pipefail
 
@@ -80,7 +81,18 @@ ensure_preload() {
 	fi
 }
 
+# The library the server preloads is the one it read when it started: a
+# backend keeps running that code even after make install replaced the
+# file, so a new build takes effect only at a restart.  LIBRARY_STAMP keeps
+# the checksum of the library the running server started with.
+LIBRARY_STAMP="$LN_DATA/library.sha256"
+library_sum() { sha256sum "$("$PG_CONFIG" --pkglibdir)/lance_namespace.so" | cut -d' ' -f1; }
+
 ensure_running() {
+	if cluster_running "$PGDATA_DIR" && [[ "$(cat "$LIBRARY_STAMP" 2>/dev/null)" != "$(library_sum)" ]]; then
+		say "restarting the server: it runs an older build of the library, and a preloaded library changes only at a restart"
+		stop_cluster "$PGDATA_DIR"
+	fi
 	if cluster_running "$PGDATA_DIR"; then
 		# Connect where it really runs, even if LN_PORT changed since.
 		local port
@@ -95,6 +107,7 @@ ensure_running() {
 	else
 		start_cluster "$PGDATA_DIR" "$LN_PORT" "$SOCKET_DIR"
 	fi
+	library_sum >"$LIBRARY_STAMP"
 }
 
 # Create the database and extension, point lance_namespace.root at LN_ROOT
@@ -165,7 +178,7 @@ lance_namespace: catalog is running.
   API key:             $LN_DATA/api_key  (an administrator's; send it as header x-api-key)
                        e.g. curl -H "x-api-key: \$(cat $LN_DATA/api_key)" $url/v1/namespace/%24/list
                        lancedb.connectNamespace("rest", {uri: "$url", headers: {"x-api-key": key}})
-                       more keys: SELECT lance_create_api_key('<role>') (see README, "Access control")
+                       more keys: SELECT lance_create_api_key('<role>') (see README, "Security")
   database:  $LN_DB    (lance_namespace.root = $LN_ROOT, local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
   connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U postgres $LN_DB

@@ -57,9 +57,24 @@ check "the gateway connects as lance_gateway" "lance_gateway" \
 	"$("$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 		-c "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name <> 'psql' AND usename = 'lance_gateway'")"
 
+started_at() { "$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres -d lance -c "SELECT pg_postmaster_start_time()"; }
+STARTED="$(started_at)"
 if run_catalog >"$WORK/run2.log" 2>&1; then pass "scripts/run.sh again"; else fail "scripts/run.sh again" "$(tail -n 20 "$WORK/run2.log")"; fi
 check "a rerun keeps the working key" "$KEY" "$(key_of)"
 check "the kept key still works" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+check "a rerun of the same build keeps the server running" "$STARTED" "$(started_at)"
+
+# A server that started with another build of the preloaded library runs that
+# build until it restarts: run.sh restarts it (the stamp stands for the build
+# the server started with).
+echo "an older build" >"$DATA/library.sha256"
+if run_catalog >"$WORK/run2b.log" 2>&1; then pass "scripts/run.sh after a new build"; else fail "scripts/run.sh after a new build" "$(tail -n 20 "$WORK/run2b.log")"; fi
+grep -q "restarting the server: it runs an older build of the library" "$WORK/run2b.log" &&
+	pass "run.sh says it restarts the server for the new build" ||
+	fail "run.sh says it restarts the server for the new build" "$(tail -n 20 "$WORK/run2b.log")"
+if [[ "$(started_at)" != "$STARTED" ]]; then pass "the server was restarted"; else fail "the server was restarted"; fi
+check "the stamp names the installed build" "$(sha256sum "$("$PG_CONFIG" --pkglibdir)/lance_namespace.so" | cut -d' ' -f1)" "$(cat "$DATA/library.sha256")"
+check "the key works through the gateway after the restart" 200 "$(status "$KEY" /v1/namespace/%24/list)"
 
 "$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 	-c "SELECT lance_revoke_api_key('${KEY:0:16}')" >/dev/null
