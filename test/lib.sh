@@ -67,6 +67,7 @@ stop_clusters() {
 # remove_work_dir [<keep>]: remove WORK (none yet: nothing to do), or, when
 # <keep> is 1 (a group's ..._KEEP variable), keep it and say where it is.
 # For EXIT traps, after stop_clusters: it never fails either.
+# shellcheck disable=SC2120 # most groups keep nothing, and pass none
 remove_work_dir() {
 	[[ -n "${WORK:-}" ]] || return 0
 	if [[ "${1:-}" == 1 ]]; then

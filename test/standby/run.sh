@@ -30,8 +30,10 @@ set -euo pipefail
 
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-TMP_DIR=""
+WORK=""
 PRIMARY=""
 STANDBY=""
 HOLD_PID=""
@@ -50,14 +52,14 @@ cleanup() {
 		kill "$HOLD_PID" 2>/dev/null || true
 		wait "$HOLD_PID" 2>/dev/null || true
 	fi
-	[[ -n "$STANDBY" ]] && { stop_cluster "$STANDBY" || say "warning: could not stop the standby"; }
-	[[ -n "$PRIMARY" ]] && { stop_cluster "$PRIMARY" || say "warning: could not stop the primary"; }
-	if ((rc != 0 && SHOW_LOGS)) && [[ -n "$TMP_DIR" ]]; then
+	# the standby first: it would only retry its primary meanwhile
+	stop_clusters "$STANDBY" "$PRIMARY"
+	if ((rc != 0 && SHOW_LOGS)) && [[ -n "$WORK" ]]; then
 		for f in "$PRIMARY/server.log" "$STANDBY/server.log"; do
 			[[ -f "$f" ]] && { echo "==== tail of $f"; tail -n 15 "$f"; }
 		done
 	fi
-	[[ -n "$TMP_DIR" ]] && rm -rf "$TMP_DIR"
+	remove_work_dir
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -67,13 +69,10 @@ trap 'exit 141' PIPE
 
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
 
-TMP_DIR="$(mktemp -d)"
-chmod 755 "$TMP_DIR"
-chown postgres:postgres "$TMP_DIR"
-PRIMARY="$TMP_DIR/primary"
-STANDBY="$TMP_DIR/standby"
-SOCK="$TMP_DIR/run"
-ROOTS="$TMP_DIR/tables"
+new_work_dir
+PRIMARY="$PGDATA_DIR"
+# pg_basebackup makes it; its socket goes in SOCK too, under its own port
+STANDBY="$WORK/standby"
 PPORT="$(find_free_port "${LN_TEST_PORT:-54401}")"
 
 PSQL=("$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -U postgres -h "$SOCK" -d lance)
@@ -93,14 +92,14 @@ printf '%s\n' 'local   replication   all   trust' | as_postgres tee -a "$PRIMARY
 printf '%s\n' 'wal_level = replica' 'max_wal_senders = 5' 'hot_standby = on' \
 	'wal_writer_delay = 10ms' | as_postgres tee -a "$PRIMARY/postgresql.conf" >/dev/null
 start_cluster "$PRIMARY" "$PPORT" "$SOCK"
-make_postgres_dir "$ROOTS" 755
+make_postgres_dir "$TABLES" 755
 
 "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -U postgres -h "$SOCK" -p "$PPORT" -d postgres \
 	-c 'CREATE DATABASE lance'
 P <<SQL
 CREATE EXTENSION lance_namespace;
-ALTER DATABASE lance SET lance_namespace.local_roots = $(q "$ROOTS");
-ALTER DATABASE lance SET lance_namespace.root = $(q "$ROOTS/auto");
+ALTER DATABASE lance SET lance_namespace.local_roots = $(q "$TABLES");
+ALTER DATABASE lance SET lance_namespace.root = $(q "$TABLES/auto");
 -- lance_rest without an API key acts as this superuser (the checks compare
 -- answers, not rights); KEY and GONE test keys on the standby
 ALTER DATABASE lance SET lance_namespace.anonymous_role = postgres;
@@ -111,15 +110,15 @@ P -c "SELECT lance_revoke_api_key('${GONE:0:16}')" >/dev/null
 
 # Manifest names (V2: 20-digit 2^64-1-version) for versions 1..5.
 V2=(x 18446744073709551614 18446744073709551613 18446744073709551612 18446744073709551611 18446744073709551610)
-M="$ROOTS/sb/m.lance"          # a managed table: tags, branches, manifests
+M="$TABLES/sb/m.lance"         # a managed table: tags, branches, manifests
 MP="${M#/}"                    # as a Lance client sends it, no leading slash
 # stage <dir relative to the table> <version> <tag>: a staging manifest, as a Lance writer leaves
 # it; a real Lance manifest, since branches fork from them (test/fixtures/lance.manifest)
 stage() {
 	as_postgres bash -c "mkdir -p '$M/$1' && cat >'$M/$1/${V2[$2]}.manifest-$3'" <"$ROOT/test/fixtures/lance.manifest"
 }
-as_postgres mkdir -p "$M/_versions" "$ROOTS/sb/gone.lance/data"
-as_postgres bash -c "echo rows >'$ROOTS/sb/gone.lance/data/0.lance'"
+as_postgres mkdir -p "$M/_versions" "$TABLES/sb/gone.lance/data"
+as_postgres bash -c "echo rows >'$TABLES/sb/gone.lance/data/0.lance'"
 stage _versions 1 s1
 stage _versions 2 s2
 stage _versions 3 s3
@@ -149,9 +148,9 @@ SELECT lance_batch_commit_tables('{"operations": [
     {"create_table_version": {"id": ["sb", "reg"], "version": 3, "manifest_path": "bucket/sb/reg.lance/_versions/3.manifest"}}]}');
 SELECT lance_register_table('{"id": ["sb", "old"], "location": "s3://bucket/sb/old.lance"}');
 SELECT lance_rename_table('{"id": ["sb", "old"], "new_table_name": "renamed", "new_namespace_id": ["sb", "inner"]}');
-SELECT lance_declare_table(jsonb_build_object('id', '["sb", "gone"]'::jsonb, 'location', $(q "$ROOTS/sb/gone.lance")));
+SELECT lance_declare_table(jsonb_build_object('id', '["sb", "gone"]'::jsonb, 'location', $(q "$TABLES/sb/gone.lance")));
 -- as if the catalog had chosen its folder: only such a drop queues removing it
-UPDATE lance_catalog.object SET location_derived = true WHERE location = $(q "$ROOTS/sb/gone.lance");
+UPDATE lance_catalog.object SET location_derived = true WHERE location = $(q "$TABLES/sb/gone.lance");
 SELECT lance_drop_table('{"id": ["sb", "gone"]}');
 SELECT lance_alter_transaction(jsonb_build_object('id', jsonb_build_array(
        (SELECT transaction_id::text FROM lance_catalog.change ORDER BY seq LIMIT 1)),
@@ -177,8 +176,8 @@ say "seeded: $(P -c "SELECT count(*) FILTER (WHERE kind = 'namespace') || ' name
 SPORT="$(find_free_port $((PPORT + 1)))"
 say "taking a base backup for the standby"
 as_postgres "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PPORT" -U postgres -D "$STANDBY" -R \
-	-X stream -c fast --no-sync >/dev/null 2>"$TMP_DIR/basebackup.log" || {
-	cat "$TMP_DIR/basebackup.log" >&2
+	-X stream -c fast --no-sync >/dev/null 2>"$WORK/basebackup.log" || {
+	cat "$WORK/basebackup.log" >&2
 	die "pg_basebackup failed"
 }
 start_cluster "$STANDBY" "$SPORT" "$SOCK"
@@ -203,13 +202,6 @@ say "standby on port $SPORT replayed the primary (port $PPORT)"
 READS=0 READS_FAILED=0 WRITES=0 WRITES_FAILED=0 OTHER=0 OTHER_FAILED=0
 FEED_RESULT="not run"
 READ_FUNCS="" WRITE_FUNCS=""
-pass() { printf '  ok    %s\n' "$1"; }
-fail() {
-	printf '  FAIL  %s\n' "$1"
-	shift
-	local line
-	for line in "$@"; do printf '          %s\n' "$line"; done
-}
 sqlstate_of() { sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): .*/\2/p' <<<"$1" | head -n 1; }
 message_of() { sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \(.*\)/\2/p' <<<"$1" | head -n 1; }
 detail_of() { sed -n 's/^DETAIL:  //p' <<<"$1" | head -n 1; }
@@ -352,7 +344,7 @@ run_rest_writes() {
 }
 
 # Every file below the table folders, as path, size and modification time.
-folder_state() { (cd "$ROOTS" && find . -type f -printf '%p %s %T@\n' -o -type d -printf '%p/\n' | sort); }
+folder_state() { (cd "$TABLES" && find . -type f -printf '%p %s %T@\n' -o -type d -printf '%p/\n' | sort); }
 
 say "reads on the standby, compared with the primary"
 R=(check_read)
@@ -552,11 +544,11 @@ feed_check() {
 	fi
 }
 
-mkfifo "$TMP_DIR/hold.fifo"
-chmod 666 "$TMP_DIR/hold.fifo"
-PGAPPNAME=ln_standby_hold "${PSQL[@]}" -p "$PPORT" <"$TMP_DIR/hold.fifo" >"$TMP_DIR/hold.log" 2>&1 &
+mkfifo "$WORK/hold.fifo"
+chmod 666 "$WORK/hold.fifo"
+PGAPPNAME=ln_standby_hold "${PSQL[@]}" -p "$PPORT" <"$WORK/hold.fifo" >"$WORK/hold.log" 2>&1 &
 HOLD_PID=$!
-exec 7>"$TMP_DIR/hold.fifo"
+exec 7>"$WORK/hold.fifo"
 BASE="$(P -c 'SELECT max(seq) FROM lance_catalog.change')"
 printf '%s\n' 'BEGIN;' "SELECT lance_create_namespace('{\"id\": [\"held\"]}') IS NOT NULL;" >&7
 for ((i = 0; i < 100; i++)); do
