@@ -23,8 +23,8 @@ new_work_dir
 PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
 
 cleanup() {
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir
 }
 trap cleanup EXIT
 

@@ -44,8 +44,8 @@ cleanup() {
 	set +e
 	stop_gateway "$HTTP_PREFIX" >/dev/null 2>&1
 	stop_gateway "$TLS_PREFIX" >/dev/null 2>&1
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1
-	rm -rf "$WORK"
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir
 	exit "$rc"
 }
 trap cleanup EXIT

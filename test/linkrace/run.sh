@@ -47,7 +47,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
+	stop_clusters "$PGDATA_DIR"
 	if [[ -n "${LINKRACE_KEEP:-}" ]]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT

@@ -34,8 +34,8 @@ GDB_PID="" A_PID=""
 cleanup() {
 	[[ -n "$GDB_PID" ]] && kill "$GDB_PID" 2>/dev/null
 	exec 3>&- 2>/dev/null || true
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir
 }
 trap cleanup EXIT
 

@@ -23,8 +23,8 @@ PORT="$(find_free_port "${LN_TEST_PORT:-54481}")"
 START=$SECONDS
 
 cleanup() {
-	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir
 }
 trap cleanup EXIT
 
