@@ -308,6 +308,13 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
  * Copy a checked manifest to its final name.  As on disk, the name is
  * locked until the transaction ends, so that the undo of a writer that
  * rolled back never deletes the object of the next one.
+ *
+ * The copy is waited for, interrupts held: a cancel (statement_timeout,
+ * pg_cancel_backend, a client gone) that gave up on a copy in flight would
+ * have the undo delete the name while the store may still make the object,
+ * over the manifest the next writer of the version commits.  The wait is
+ * bounded by lance_namespace.storage_timeout, and the cancel takes effect
+ * once the copy's outcome is known, with the undo deleting what it made.
  */
 void
 s3_materialize_manifest(const ManifestCopy *copy)
@@ -322,8 +329,11 @@ s3_materialize_manifest(const ManifestCopy *copy)
 	/* recorded first: a copy that fails after the store made the object is undone too */
 	u = new_undo(&t.store);
 	u->created = top_strdup(copy->final_file);
+	HOLD_INTERRUPTS();
 	s3_copy(&t.store, copy->staging_file, copy->final_file);
+	RESUME_INTERRUPTS();
 	u->remove_on_commit = top_strdup(copy->staging_file);
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*

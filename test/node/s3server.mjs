@@ -27,10 +27,13 @@
 // cut at once, as by a server that stopped), /mode/down-after/<n> (n more
 // requests are served, then down: a server that stops in the middle of a
 // commit), /mode/error/<n>/<status> (the next n requests are answered with
-// that status and an S3 error, SlowDown for 503, then up again), and GET
-// /stats, a JSON object:
+// that status and an S3 error, SlowDown for 503, then up again),
+// /mode/delay-copy/<ms> (the next server-side copy is held that long before
+// it reaches the store, and then made whether or not its caller still
+// waits: a copy the store finishes late), and GET /stats, a JSON object:
 // {"total": n, "verified": n, "rejected": n, "anonymous": n, "requests":
-// [..the last 200 "METHOD path"..]}.
+// [..the last 200 "METHOD path"..], "delayedCopies": {"held": n, "done": n}}
+// ("done": the delayed copies the store has made).
 import crypto from "node:crypto";
 import http from "node:http";
 import fs from "node:fs";
@@ -156,7 +159,8 @@ async function main() {
   let servedBeforeDown = Infinity;
   let failNext = 0;
   let failStatus = 503;
-  const stats = { total: 0, verified: 0, rejected: 0, anonymous: 0, requests: [] };
+  let delayNextCopy = 0;
+  const stats = { total: 0, verified: 0, rejected: 0, anonymous: 0, requests: [], delayedCopies: { held: 0, done: 0 } };
   const stalled = new Set();
 
   const proxy = http.createServer((req, res) => {
@@ -201,19 +205,33 @@ async function main() {
         );
       }
       stats.verified++;
+      if (delayNextCopy > 0 && req.method === "PUT" && req.headers["x-amz-copy-source"] !== undefined) {
+        const ms = delayNextCopy;
+        delayNextCopy = 0;
+        stats.delayedCopies.held++;
+        return setTimeout(() => forward(req, res, body, () => stats.delayedCopies.done++), ms);
+      }
       forward(req, res, body);
     });
   });
 
-  function forward(req, res, body) {
+  // `landed` runs once the store has answered (the object is made, or not), even when the
+  // caller has gone meanwhile
+  function forward(req, res, body, landed = () => {}) {
+    res.on("error", () => {});
     const out = http.request(
       { host: "127.0.0.1", port: backendPort, method: req.method, path: req.url, headers: req.headers },
       (up) => {
+        landed();
+        if (res.destroyed) return up.resume();
         res.writeHead(up.statusCode, up.headers);
         up.pipe(res);
       },
     );
-    out.on("error", () => res.destroy());
+    out.on("error", () => {
+      landed();
+      res.destroy();
+    });
     out.end(body);
   }
 
@@ -237,6 +255,11 @@ async function main() {
       failNext = Number(e[1]);
       failStatus = Number(e[2]);
       return res.end(`error ${failNext} ${failStatus}\n`);
+    }
+    const d = /^\/mode\/delay-copy\/(\d+)$/.exec(req.url);
+    if (d) {
+      delayNextCopy = Number(d[1]);
+      return res.end(`delay-copy ${delayNextCopy}\n`);
     }
     const m = /^\/mode\/(up|stall|down|down-after\/(\d+))$/.exec(req.url);
     if (m) {

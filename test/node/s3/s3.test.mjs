@@ -553,6 +553,42 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(versionRows(loc), []);
   });
 
+  test("a cancelled CreateTableVersion waits for its copy: the store never lands it over the next writer's manifest", async () => {
+    const name = uniqueName("late");
+    const loc = ok(await post(tableRoute([ns, name], "declare"), { id: [ns, name] })).location;
+    const versions = `${keyOf(loc)}/_versions/`;
+    const content = { a: "manifest of the cancelled writer", b: "manifest of the second writer" };
+    for (const who of ["a", "b"]) await putObject(`${versions}${who}.manifest-1`, content[who]);
+    // the size given: the copy is the first request, no look-up
+    const req = (who) =>
+      JSON.stringify({
+        id: [ns, name],
+        version: 1,
+        manifest_path: `${versions}${who}.manifest-1`,
+        manifest_size: Buffer.byteLength(content[who]),
+      });
+    const stats = () => fetch(`${control}/stats`).then((r) => r.json());
+    const held = (await stats()).delayedCopies;
+    // the store takes 3 s over the first writer's copy; its statement is cancelled after 1 s
+    await fetch(`${control}/mode/delay-copy/3000`);
+    const first = sqlError(
+      `SET lance_namespace.storage_timeout = '60s'; SET statement_timeout = '1s';
+       SELECT lance_create_table_version(:'req'::jsonb);`,
+      { req: req("a") },
+    );
+    assert.match(first.text, /canceling statement due to statement timeout/);
+    assert.equal((await stats()).delayedCopies.held, held.held + 1);
+    // the next writer of that version commits
+    psql(`SELECT lance_create_table_version(:'req'::jsonb) IS NOT NULL`, { req: req("b") });
+    assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
+    // once the store has made the delayed copy, the committed manifest is still the second writer's
+    await eventually(async () => assert.equal((await stats()).delayedCopies.done, held.done + 1));
+    assert.equal((await s3("GET", `/lake/${versions}${manifestName(1)}`)).text, content.b);
+    await eventually(async () =>
+      assert.deepEqual((await listKeys(versions)).sort(), [`${versions}a.manifest-1`, `${versions}${manifestName(1)}`].sort()),
+    );
+  });
+
   test("what may be retried is (503 twice, then the commit goes through); a 400 is not, and throttling answers 21", async () => {
     const name = uniqueName("retry");
     const loc = ok(await post(tableRoute([ns, name], "declare"), { id: [ns, name] })).location;
