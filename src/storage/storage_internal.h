@@ -103,6 +103,10 @@ extern void storage_local_end_transaction(bool commit);
 extern void storage_local_end_subtransaction(bool commit, SubTransactionId mySubid,
 											 SubTransactionId parentSubid);
 extern void storage_lock_final_name(const char *path);
+extern bool storage_final_name_shared(const char *path);
+extern void storage_wait_final_name(const char *path);
+extern void storage_lock_final_name_exact(const char *path);
+extern void storage_unlock_final_name_exact(const char *path);
 extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 extern char *storage_root_of(const char *path);
 extern char *storage_leftover_name(const char *leaf, const char *mark);

@@ -320,25 +320,115 @@ storage_set_aside(const char *root, int dirfd, const char *path)
 }
 
 /*
- * Hold final manifest `path` until this (sub)transaction ends: a
- * transaction-scoped lock on the name, released with the transaction's
- * other locks.  A writer that rolls back leaves the proc array, so that a
- * newcomer finds its version row dead and takes the key at once, before
- * its abort callback undoes its final manifest (undo_on_abort); it
- * releases its locks only after that callback.  Waiting here for the name
- * orders every link of a final manifest after the undo of the writer that
- * had it before, so an undo never meets another writer's file, whatever
- * its inode number.
+ * Final-name locks.  A writer that rolls back leaves the proc array before
+ * its abort callback undoes its final manifests (undo_on_abort), and
+ * releases its locks only after that callback; a newcomer finds its
+ * version row dead and takes the key at once.  Its final manifest must
+ * wait for that undo, or the undo removes it.
+ *
+ * A lock per name held to the transaction's end would do that, but fill
+ * the lock table: one transaction may create tens of thousands of
+ * versions, and the table holds max_locks_per_transaction (64) per
+ * connection for all of them together.  So names are hashed into
+ * FINAL_NAME_PARTITIONS partitions, and a writer holds its partitions
+ * shared until it ends: never more than that many locks.  A writer whose
+ * final name is taken (on disk the link finds the name there; on S3 a
+ * look-up finds the object) may meet an orphan whose writer's undo has
+ * yet to run: it waits, taking the partition exclusively for a moment,
+ * until every other writer of that partition has ended, then replaces the
+ * orphan.  A free name needs no wait: an undo removes only the file it
+ * made (its inode), and an S3 writer whose copy failed, whose object may
+ * be missing while its undo still deletes the name, keeps the exact name
+ * locked (storage_lock_final_name_exact) until it ends.
+ *
+ * The cost falls on the rare writer that meets an orphan: it waits for the
+ * writers of its partition that are still running, however long, and
+ * should one of them wait for it, or a second finder of an orphan in that
+ * partition, the deadlock detector ends one of them (LN014, to retry).
+ * New writers of the partition queue behind the waiter, so it is not
+ * starved.
  */
+#define FINAL_NAME_PARTITIONS 16
+
+/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
+#define FINAL_PARTITION_TAG 0x4d50 /* "MP" */
+#define FINAL_NAME_TAG		0x4d46 /* "MF" */
+
+static void
+final_name_tag(LOCKTAG *tag, const char *path, bool exact)
+{
+	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
+
+	if (exact)
+		SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32)(h >> 32), (uint32)h, FINAL_NAME_TAG);
+	else
+		SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, (uint32)(h % FINAL_NAME_PARTITIONS),
+							 FINAL_PARTITION_TAG);
+}
+
+/* Hold the partition of final manifest `path`, shared, until this (sub)transaction ends. */
 void
 storage_lock_final_name(const char *path)
 {
 	LOCKTAG tag;
-	uint64 h = hash_bytes_extended((const unsigned char *)path, strlen(path), 0);
 
-	/* the last field is never 1 or 2, as pg_advisory_lock() sets it: no application's lock */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32)(h >> 32), (uint32)h, 0x4d46 /* "MF" */);
+	final_name_tag(&tag, path, false);
+	(void)LockAcquire(&tag, ShareLock, false, false);
+}
+
+/*
+ * True if another transaction holds the partition of `path`: only then may
+ * an orphan at that name have an undo still to run.
+ */
+bool
+storage_final_name_shared(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, false);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	(void)LockRelease(&tag, ExclusiveLock, false);
+	return false;
+}
+
+/*
+ * Final name `path` is taken: wait until every other writer of its
+ * partition has ended, and with it any undo that could remove what
+ * replaces the orphan there.
+ */
+void
+storage_wait_final_name(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, false);
 	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+	(void)LockRelease(&tag, ExclusiveLock, false);
+}
+
+/*
+ * Lock the exact name `path`, exclusively: waits for a writer that holds it
+ * (one whose copy failed).  Released by storage_unlock_final_name_exact once
+ * the name is known to hold what this writer made; kept until the
+ * (sub)transaction ends otherwise.
+ */
+void
+storage_lock_final_name_exact(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, true);
+	(void)LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+storage_unlock_final_name_exact(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, true);
+	(void)LockRelease(&tag, ExclusiveLock, false);
 }
 
 /* Undo one step on abort.  No error may escape: the transaction is ending. */

@@ -305,13 +305,20 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 		ln_error(LN_CONCURRENT_MODIFICATION, "staging manifest \"%s\" changed while it was checked",
 				 copy->staging_file);
 
-	/* linkat() creates the final name only if it is free; renameat() replaces an orphan */
+	/*
+	 * linkat() creates the final name only if it is free; renameat()
+	 * replaces an orphan, once its writer's undo can no longer remove it.
+	 */
 	linked = link_open_file(in, dirfd, final_leaf);
-	if (!linked && errno == EEXIST && link_open_file(in, dirfd, temp_leaf))
+	if (!linked && errno == EEXIST)
 	{
-		if (renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
-			storage_io_error("create manifest", copy->final_file, errno);
-		linked = true;
+		storage_wait_final_name(copy->final_file);
+		if (link_open_file(in, dirfd, temp_leaf))
+		{
+			if (renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+				storage_io_error("create manifest", copy->final_file, errno);
+			linked = true;
+		}
 	}
 	if (!linked && errno != ENOENT && errno != EPERM && errno != EXDEV && errno != EMLINK &&
 		errno != EOPNOTSUPP)
@@ -333,7 +340,11 @@ copy_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 				 copy->staging_file);
 	if (linkat(dirfd, temp_leaf, dirfd, final_leaf, 0) != 0)
 	{
-		if (errno != EEXIST || renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
+		if (errno != EEXIST)
+			storage_io_error("create manifest", copy->final_file, errno);
+		/* an orphan: replaced once its writer's undo can no longer remove it */
+		storage_wait_final_name(copy->final_file);
+		if (renameat(dirfd, temp_leaf, dirfd, final_leaf) != 0)
 			storage_io_error("create manifest", copy->final_file, errno);
 	}
 }
@@ -358,6 +369,7 @@ local_materialize_manifest(const ManifestCopy *copy)
 		return;
 
 	root = storage_root_of(copy->final_file);
+	/* before the file exists: a newcomer that meets it as an orphan waits for this writer */
 	storage_lock_final_name(copy->final_file);
 	dirfd = storage_open_parent(root, copy->final_file, &final_leaf, false);
 	temp_leaf = storage_leftover_name(final_leaf, TEMP_MARK);

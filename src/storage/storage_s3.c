@@ -305,9 +305,13 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
 }
 
 /*
- * Copy a checked manifest to its final name.  As on disk, the name is
- * locked until the transaction ends, so that the undo of a writer that
- * rolled back never deletes the object of the next one.
+ * Copy a checked manifest to its final name.  As on disk, the name's
+ * partition is held until the transaction ends, and a writer that finds
+ * the object there waits for every other writer of the partition before it
+ * replaces it (storage_local.c), so that the undo of a writer that rolled
+ * back never deletes the object of the next one.  A copy that fails may
+ * still have made the object, and its undo deletes the name: until the
+ * copy has succeeded, the exact name is locked too.
  *
  * The copy is waited for, interrupts held: a cancel (statement_timeout,
  * pg_cancel_backend, a client gone) that gave up on a copy in flight would
@@ -321,11 +325,17 @@ s3_materialize_manifest(const ManifestCopy *copy)
 {
 	S3Table t;
 	S3Undo *u;
+	char *name;
 
 	if (copy->already_final)
 		return;
 	require_table(copy->location, &t);
-	storage_lock_final_name(psprintf("s3://%s/%s", t.store.bucket, copy->final_file));
+	name = psprintf("s3://%s/%s", t.store.bucket, copy->final_file);
+	storage_lock_final_name(name);
+	storage_lock_final_name_exact(name);
+	/* an object there is an orphan: its writer may still be undoing (looked up only then) */
+	if (storage_final_name_shared(name) && s3_head(&t.store, copy->final_file, NULL))
+		storage_wait_final_name(name);
 	/* recorded first: a copy that fails after the store made the object is undone too */
 	u = new_undo(&t.store);
 	u->created = top_strdup(copy->final_file);
@@ -333,6 +343,7 @@ s3_materialize_manifest(const ManifestCopy *copy)
 	s3_copy(&t.store, copy->staging_file, copy->final_file);
 	RESUME_INTERRUPTS();
 	u->remove_on_commit = top_strdup(copy->staging_file);
+	storage_unlock_final_name_exact(name);
 	CHECK_FOR_INTERRUPTS();
 }
 
