@@ -466,6 +466,30 @@ COMMENT ON TABLE lance_catalog.storage IS 'lance_namespace: object store setting
 
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.storage', '');
 
+-- The undo that rollbacks could not finish on storage (a store out of reach
+-- during the rollback, a folder that could not be reached): the rollback
+-- spools each step to the data directory, and the next maintenance round
+-- (lance_sweep_leftovers(), the background worker) takes it over here and
+-- attempts it until it is done, waiting longer after each failure.  step is
+-- the spooled record (what to remove or put back, and what it must still
+-- be); the other columns say the same for a person.
+CREATE TABLE lance_catalog.storage_undo (
+    spool          text COLLATE "C" PRIMARY KEY,
+    transaction_id xid8,
+    action         text NOT NULL CHECK (action IN ('remove', 'put back')),
+    location       text NOT NULL,
+    path           text NOT NULL,
+    branch         text,
+    version        bigint,
+    step           bytea NOT NULL,
+    attempts       integer NOT NULL DEFAULT 0,
+    next_attempt   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_error     text,
+    taken_at       timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+COMMENT ON TABLE lance_catalog.storage_undo IS 'lance_namespace: storage undo of rollbacks still to do';
+
 -- Set (or replace) the setting of a location prefix: {"location":
 -- "s3://bucket/prefix", "options": {"aws_endpoint": ..., ...}}.
 CREATE FUNCTION lance_set_storage(request jsonb) RETURNS jsonb

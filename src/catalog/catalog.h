@@ -50,6 +50,22 @@ extern int catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name
 
 extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
 
+/* The undo rollbacks could not finish on storage (catalog_undo.c) */
+typedef struct CatalogUndo
+{
+	char *spool; /* the step's name, its key */
+	char *step;	 /* its record (storage_undo_decode) */
+	size_t len;
+} CatalogUndo;
+
+extern bool catalog_take_undo(const char *spool, uint64 xid, const char *action,
+							  const char *location, const char *path, const char *branch,
+							  int64 version, const char *step, size_t len);
+extern int catalog_list_due_undo(int limit, CatalogUndo **steps);
+extern void catalog_undo_done(const char *spool);
+extern void catalog_undo_failed(const char *spool, const char *error);
+extern bool catalog_version_at_location(const char *location, const char *branch, int64 version);
+
 /* Table versions (catalog_versions.c) */
 extern void catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted);
 extern void catalog_tables_exist(int n, const int64 *table_ids, bool *exists);

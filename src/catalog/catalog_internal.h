@@ -6,7 +6,7 @@
  *		Included by the catalog's own files alone.
  *
  * Each statement file (catalog_objects.c, catalog_versions.c,
- * catalog_changes.c, catalog_access.c, catalog_storage.c) defines the SQL
+ * catalog_changes.c, catalog_access.c, catalog_storage.c, catalog_undo.c) defines the SQL
  * of its own statements, indexed by these numbers, and runs them through
  * catalog_execute(), which prepares each once per backend and keeps it.
  */
@@ -66,6 +66,11 @@ typedef enum CatalogStatement
 	STMT_REMOVE_STORAGE,
 	STMT_LIST_STORAGE,
 	STMT_FOLDERS_SHARED_BELOW,
+	STMT_TAKE_UNDO,
+	STMT_LIST_DUE_UNDO,
+	STMT_UNDO_DONE,
+	STMT_UNDO_FAILED,
+	STMT_VERSION_AT_LOCATION,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 

@@ -154,6 +154,77 @@ maintenance_sweep(void)
 	return removed + restored;
 }
 
+/* How many spooled undo steps one round attempts at most. */
+#define UNDO_PER_ROUND 100
+
+/*
+ * Finish the undo that rollbacks could not: take the steps they spooled
+ * (storage_spool.c) into lance_catalog.storage_undo, then attempt those
+ * that are due; one that fails again waits longer (catalog_undo_failed).
+ * A final manifest is removed only if the catalog does not record its
+ * version, under its name's lock: a writer of that version since owns the
+ * name.  Answers the number of steps done.
+ */
+int
+maintenance_finish_undo(void)
+{
+	StorageSpooled *spooled;
+	CatalogUndo *due;
+	int n;
+	int done = 0;
+	int waiting = 0;
+
+	catalog_begin();
+	n = storage_spool_read(&spooled);
+	for (int i = 0; i < n; i++)
+	{
+		const StorageUndoStep *s = &spooled[i].step;
+
+		CHECK_FOR_INTERRUPTS();
+		(void)catalog_take_undo(spooled[i].name, s->xid,
+								s->action == UNDO_REMOVE ? "remove" : "put back", s->location,
+								s->path, s->branch, s->version, spooled[i].record, spooled[i].len);
+	}
+	n = catalog_list_due_undo(UNDO_PER_ROUND, &due);
+	for (int i = 0; i < n; i++)
+	{
+		StorageUndoStep step;
+		char *error = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!storage_undo_decode(due[i].step, due[i].len, &step))
+		{
+			catalog_undo_failed(due[i].spool, "the step's record is damaged");
+			continue;
+		}
+		/* a writer of this final manifest's version is in flight: next round */
+		if (!storage_undo_try_lock(&step))
+		{
+			waiting++;
+			continue;
+		}
+		if ((step.version >= 0 && step.action == UNDO_REMOVE &&
+			 catalog_version_at_location(step.location, step.branch, step.version)) ||
+			storage_retry_undo(&step, &error))
+		{
+			catalog_undo_done(due[i].spool);
+			done++;
+		}
+		else
+		{
+			catalog_undo_failed(due[i].spool, error);
+			waiting++;
+		}
+	}
+	catalog_end();
+	if (done > 0)
+		ereport(LOG, (errmsg("lance_namespace: finished %d steps of rollbacks' undo", done)));
+	if (waiting > 0)
+		ereport(LOG, (errmsg("lance_namespace: %d steps of rollbacks' undo wait for a later round",
+							 waiting)));
+	return done;
+}
+
 /* The checks of a call that changes storage for good: on a primary, alone. */
 static void
 check_standalone_call(const char *function)
@@ -188,5 +259,5 @@ lance_sweep_leftovers(PG_FUNCTION_ARGS)
 	check_standalone_call("lance_sweep_leftovers()");
 	access_begin();
 	access_require_admin("lance_sweep_leftovers()");
-	PG_RETURN_INT32(maintenance_sweep());
+	PG_RETURN_INT32(maintenance_finish_undo() + maintenance_sweep());
 }

@@ -7,5 +7,6 @@
 
 extern int maintenance_process_drops(bool wait);
 extern int maintenance_sweep(void);
+extern int maintenance_finish_undo(void);
 
 #endif /* LN_MAINTENANCE_H */

@@ -183,6 +183,7 @@ lance_maintenance_main(Datum arg)
 	if (OidIsValid(get_extension_oid("lance_namespace", true)))
 	{
 		(void)maintenance_process_drops(false);
+		(void)maintenance_finish_undo();
 		if (sweep)
 			(void)maintenance_sweep();
 	}

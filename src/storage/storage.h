@@ -18,9 +18,47 @@ typedef struct ManifestCopy
 	char *final_file;	/* file system path of the final manifest */
 	char *final_path;	/* the final path in the form the client sent */
 	char *location;		/* the table's location */
+	char *branch;		/* the version's branch, "" for main */
+	int64 version;
 	int64 size;
 	bool already_final; /* the client sent the final name itself */
 } ManifestCopy;
+
+/*
+ * A step of a rollback's undo that could not be done when the transaction
+ * ended, kept until it is (storage_spool.c): remove what the transaction
+ * made, or put back what it replaced or removed.
+ */
+#define UNDO_REMOVE	  'r'
+#define UNDO_PUT_BACK 'p'
+
+typedef struct StorageUndoStep
+{
+	char action;	 /* UNDO_REMOVE or UNDO_PUT_BACK */
+	bool s3;		 /* an object in a store; else a file under a local root */
+	char *location;	 /* S3: the table's location; local: the local root */
+	char *path;		 /* the object's key or the file's path */
+	char *set_aside; /* local put-back: where the original waits */
+	char *branch;	 /* a final manifest: its branch ("" main) and version; */
+	int64 version;	 /* else NULL and -1 */
+	uint64 dev;		 /* local removal: the file made, removed only if it is still there */
+	uint64 ino;
+	char *content; /* S3 put-back: the content to put back */
+	size_t content_len;
+	bool check_left; /* S3: done only while the object holds what the transaction left: */
+	char *left;		 /* these bytes, or (NULL) no object */
+	size_t left_len;
+	uint64 xid; /* the transaction that rolled back (full id), 0 if none */
+} StorageUndoStep;
+
+/* A spooled step taken over by a maintenance round. */
+typedef struct StorageSpooled
+{
+	char *name;	  /* "<spool file>#<n>": the same record is never taken twice */
+	char *record; /* its bytes, as the catalog keeps them */
+	size_t len;
+	StorageUndoStep step;
+} StorageSpooled;
 
 /*
  * How storage finds the storage setting that covers a folder key
@@ -39,6 +77,10 @@ extern bool storage_is_managed(const char *location);
 extern bool storage_is_local(const char *location);
 extern void storage_check_location(const char *location);
 extern bool storage_has_local_roots(void);
+extern int storage_spool_read(StorageSpooled **records);
+extern bool storage_undo_decode(const char *record, size_t len, StorageUndoStep *step);
+extern bool storage_undo_try_lock(const StorageUndoStep *step);
+extern bool storage_retry_undo(const StorageUndoStep *step, char **error);
 extern void storage_sweep_table(const char *location, int *removed, int *restored);
 extern void storage_lock_folder(const char *path, bool exclusive);
 extern bool storage_try_lock_folder(const char *path, bool exclusive, bool wait);

@@ -226,3 +226,58 @@ storage_check_setting(const char *location, const LnMap *options)
 						"storage location \"%s\" is not an S3 location", location);
 	s3_store_from_options(bucket, options, &store);
 }
+
+/*
+ * For a final manifest's removal: take its name's partition lock without
+ * waiting, exclusively where a writer of that version holds it shared
+ * (storage_lock_final_name), so that the removal never meets a writer in
+ * flight; held until the caller's transaction ends.  False if a writer
+ * holds it: the step waits.  Other steps need no lock.
+ */
+bool
+storage_undo_try_lock(const StorageUndoStep *step)
+{
+	if (step->version < 0 || step->action != UNDO_REMOVE)
+		return true;
+	return storage_try_lock_final_name(step->s3 ? s3_final_name_of(step) : step->path);
+}
+
+/*
+ * Do one spooled step now.  True when it is done (or has nothing left to
+ * do: what it would remove or replace has changed since); false with
+ * *error when it is to be tried again.  Only the catalog's own errors
+ * (SQLSTATE class LN) are caught; a cancel goes through.
+ */
+bool
+storage_retry_undo(const StorageUndoStep *step, char **error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool done = true;
+
+	PG_TRY();
+	{
+		if (step->s3)
+			s3_retry_undo(step);
+		else
+			local_retry_undo(step);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) !=
+			ERRCODE_TO_CATEGORY(MAKE_SQLSTATE('L', 'N', '0', '0', '0')))
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
+		FlushErrorState();
+		*error = pstrdup(edata->message);
+		FreeErrorData(edata);
+		done = false;
+	}
+	PG_END_TRY();
+	return done;
+}

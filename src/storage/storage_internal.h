@@ -115,9 +115,18 @@ extern int storage_open_parent(const char *root, const char *path, const char **
 							   bool missing_ok);
 extern void storage_flush_folder(int dirfd, const char *path);
 extern void storage_undo_created(const char *root, int dirfd, const char *path,
-								 const char *remove_on_commit);
+								 const char *remove_on_commit, const char *branch, int64 version);
 extern bool storage_set_aside(const char *root, int dirfd, const char *path);
 extern void storage_unlink_quiet(const char *root, const char *path);
+
+/* storage_spool.c: the undo a rollback could not finish */
+extern void storage_spool_add(StorageUndoStep *step);
+extern void storage_spool_write(void);
+extern void storage_spool_end_transaction(bool commit);
+extern void local_retry_undo(const StorageUndoStep *step);
+extern void s3_retry_undo(const StorageUndoStep *step);
+extern bool storage_try_lock_final_name(const char *path);
+extern char *s3_final_name_of(const StorageUndoStep *step);
 
 /* storage_refs.c */
 extern bool storage_refs_pending(void);

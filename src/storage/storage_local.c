@@ -47,11 +47,37 @@ typedef struct FileUndo
 	char *set_aside;		/* moved out of the way: put back at `original` on abort, */
 	char *original;			/* removed (with what is inside) on commit */
 	char *remove_on_commit; /* served its purpose once the change commits */
+	char *branch;			/* a final manifest: its branch and version */
+	int64 version;			/* (-1 for other files) */
+	int dirfd;				/* the folder all of these are in, kept open (-1: reopened */
+	dev_t dir_dev;			/* by path, and then it must be this folder) */
+	ino_t dir_ino;
 	SubTransactionId subid;
 	struct FileUndo *next;
 } FileUndo;
 
 static FileUndo *undo_list = NULL;
+
+/*
+ * The folders the undo list's files are in, kept open until the
+ * transaction ends: the undo works in the folder it wrote in, even if that
+ * folder has been moved meanwhile and a link put in its place (which a
+ * reopening by path would refuse to follow).  One descriptor per folder,
+ * so that a transaction with thousands of versions of one table holds one;
+ * past MAX_UNDO_FOLDERS folders (or the server's descriptor budget) the
+ * undo reopens the folder by path and acts only if it is the same folder.
+ */
+#define MAX_UNDO_FOLDERS 64
+
+typedef struct UndoFolder
+{
+	dev_t dev;
+	ino_t ino;
+	int fd;
+} UndoFolder;
+
+static UndoFolder undo_folders[MAX_UNDO_FOLDERS];
+static int n_undo_folders = 0;
 
 /* lance_namespace.local_roots: folders under which the catalog manages versions. */
 static char *local_roots = NULL;
@@ -262,12 +288,55 @@ storage_flush_folder(int dirfd, const char *path)
 	}
 }
 
+/*
+ * A descriptor of the folder open at `dirfd` kept for the undo (see
+ * UndoFolder), or -1 if none can be kept; *dev and *ino identify it.
+ */
+static int
+keep_folder(int dirfd, const char *path, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	int fd;
+
+	if (fstat(dirfd, &st) != 0)
+		storage_io_error("stat the folder of", path, errno);
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	for (int i = 0; i < n_undo_folders; i++)
+		if (undo_folders[i].dev == st.st_dev && undo_folders[i].ino == st.st_ino)
+			return undo_folders[i].fd;
+	if (n_undo_folders == MAX_UNDO_FOLDERS || !AcquireExternalFD())
+		return -1;
+	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0)
+	{
+		ReleaseExternalFD();
+		return -1;
+	}
+	undo_folders[n_undo_folders].dev = st.st_dev;
+	undo_folders[n_undo_folders].ino = st.st_ino;
+	undo_folders[n_undo_folders++].fd = fd;
+	return fd;
+}
+
+static void
+close_undo_folders(void)
+{
+	for (int i = 0; i < n_undo_folders; i++)
+	{
+		(void)close(undo_folders[i].fd);
+		ReleaseExternalFD();
+	}
+	n_undo_folders = 0;
+}
+
 static FileUndo *
-new_undo(const char *root)
+new_undo(const char *root, int dirfd, const char *path)
 {
 	FileUndo *undo = MemoryContextAllocZero(TopTransactionContext, sizeof(FileUndo));
 
+	undo->dirfd = keep_folder(dirfd, path, &undo->dir_dev, &undo->dir_ino);
 	undo->root = MemoryContextStrdup(TopTransactionContext, root);
+	undo->version = -1;
 	undo->subid = GetCurrentSubTransactionId();
 	undo->next = undo_list;
 	undo_list = undo;
@@ -275,23 +344,58 @@ new_undo(const char *root)
 }
 
 /*
+ * The folder of the undo's files, for its undo or its finish: the one kept
+ * open, else the one `path` is in reopened by path, if it is still the
+ * same folder.  -1 with errno if it cannot be reached; *owned if the
+ * caller closes it.  Never raises.
+ */
+static int
+undo_folder(const FileUndo *undo, const char *path, const char **leaf, bool *owned)
+{
+	struct stat st;
+	int dirfd;
+
+	*leaf = strrchr(path, '/') + 1;
+	*owned = false;
+	if (undo->dirfd >= 0)
+		return undo->dirfd;
+	dirfd = open_parent_quiet(undo->root, path, leaf);
+	if (dirfd < 0)
+		return -1;
+	if (fstat(dirfd, &st) != 0 || st.st_dev != undo->dir_dev || st.st_ino != undo->dir_ino)
+	{
+		fs_close(dirfd);
+		errno = ESTALE; /* another folder has taken its name */
+		return -1;
+	}
+	*owned = true;
+	return dirfd;
+}
+
+/*
  * Remember that `path`, in the folder open at `dirfd`, was made here (it
  * exists now), to remove it on abort.
  */
 void
-storage_undo_created(const char *root, int dirfd, const char *path, const char *remove_on_commit)
+storage_undo_created(const char *root, int dirfd, const char *path, const char *remove_on_commit,
+					 const char *branch, int64 version)
 {
 	struct stat st;
 	FileUndo *undo;
 
 	if (!fs_stat_at(dirfd, strrchr(path, '/') + 1, &st))
 		ln_error(LN_INTERNAL, "could not stat \"%s\": %s", path, strerror(errno));
-	undo = new_undo(root);
+	undo = new_undo(root, dirfd, path);
 	undo->created = MemoryContextStrdup(TopTransactionContext, path);
 	undo->dev = st.st_dev;
 	undo->ino = st.st_ino;
 	if (remove_on_commit)
 		undo->remove_on_commit = MemoryContextStrdup(TopTransactionContext, remove_on_commit);
+	if (branch != NULL)
+	{
+		undo->branch = MemoryContextStrdup(TopTransactionContext, branch);
+		undo->version = version;
+	}
 }
 
 /*
@@ -312,7 +416,7 @@ storage_set_aside(const char *root, int dirfd, const char *path)
 			return false;
 		storage_io_error("move", path, errno);
 	}
-	undo = new_undo(root);
+	undo = new_undo(root, dirfd, path);
 	undo->set_aside = MemoryContextStrdup(TopTransactionContext,
 										  psprintf("%.*s%s", (int)(leaf - path), path, trash));
 	undo->original = MemoryContextStrdup(TopTransactionContext, path);
@@ -431,34 +535,82 @@ storage_unlock_final_name_exact(const char *path)
 	(void)LockRelease(&tag, ExclusiveLock, false);
 }
 
-/* Undo one step on abort.  No error may escape: the transaction is ending. */
+/*
+ * For a removal the maintenance round retries: hold the partition of final
+ * manifest `path` exclusively, without waiting, until the caller's
+ * transaction ends, so that no writer of that name is in flight while the
+ * round checks that no version holds it and removes it.  False if a writer
+ * holds the partition: the step waits for a later round.
+ */
+bool
+storage_try_lock_final_name(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, false);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* Keep a step the undo could not do for the next maintenance round (storage_spool.c). */
+static void
+spool_step(const FileUndo *undo, char action)
+{
+	StorageUndoStep step = {0};
+
+	step.action = action;
+	step.location = undo->root;
+	step.path = action == UNDO_REMOVE ? undo->created : undo->original;
+	step.set_aside = action == UNDO_PUT_BACK ? undo->set_aside : NULL;
+	step.branch = action == UNDO_REMOVE ? undo->branch : NULL;
+	step.version = action == UNDO_REMOVE ? undo->version : -1;
+	step.dev = (uint64)undo->dev;
+	step.ino = (uint64)undo->ino;
+	storage_spool_add(&step);
+}
+
+/*
+ * Undo one step on abort, in the folder it was done in.  No error may
+ * escape: the transaction is ending.  What cannot be done is spooled.
+ */
 static void
 undo_on_abort(const FileUndo *undo)
 {
 	const char *leaf;
 	int dirfd;
+	bool owned;
 	struct stat st;
 
 	/* remove what was made here, unless another writer has replaced it since */
-	if (undo->created != NULL && (dirfd = open_parent_quiet(undo->root, undo->created, &leaf)) >= 0)
+	if (undo->created != NULL)
 	{
-		if (fs_stat_at(dirfd, leaf, &st) && st.st_dev == undo->dev && st.st_ino == undo->ino &&
-			unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0)
+		dirfd = undo_folder(undo, undo->created, &leaf, &owned);
+		if (dirfd < 0 ||
+			(fs_stat_at(dirfd, leaf, &st) && st.st_dev == undo->dev && st.st_ino == undo->ino &&
+			 unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT))
+		{
 			ereport(WARNING,
 					(errcode_for_file_access(),
-					 errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m",
+					 errmsg("lance_namespace: could not remove \"%s\" after a rollback: %m; the "
+							"next maintenance round retries",
 							undo->created)));
-		fs_close(dirfd);
+			spool_step(undo, UNDO_REMOVE);
+		}
+		if (owned)
+			fs_close(dirfd);
 	}
 	if (undo->set_aside != NULL)
 	{
-		dirfd = open_parent_quiet(undo->root, undo->original, &leaf);
+		dirfd = undo_folder(undo, undo->original, &leaf, &owned);
 		if (dirfd < 0 || renameat(dirfd, strrchr(undo->set_aside, '/') + 1, dirfd, leaf) != 0)
+		{
 			ereport(WARNING, (errcode_for_file_access(),
 							  errmsg("lance_namespace: could not put \"%s\" back at \"%s\" after a "
-									 "rollback: %m",
+									 "rollback: %m; the next maintenance round retries",
 									 undo->set_aside, undo->original)));
-		fs_close(dirfd);
+			spool_step(undo, UNDO_PUT_BACK);
+		}
+		if (owned)
+			fs_close(dirfd);
 	}
 }
 
@@ -496,20 +648,22 @@ finish_on_commit(const FileUndo *undo)
 {
 	const char *leaf;
 	int dirfd;
+	bool owned;
 	int err = 0;
 
 	if (undo->remove_on_commit != NULL)
 	{
-		dirfd = open_parent_quiet(undo->root, undo->remove_on_commit, &leaf);
+		dirfd = undo_folder(undo, undo->remove_on_commit, &leaf, &owned);
 		if ((dirfd < 0 || unlinkat(dirfd, leaf, 0) != 0) && errno != ENOENT)
 			ereport(WARNING, (errcode_for_file_access(),
 							  errmsg("lance_namespace: could not remove \"%s\": %m",
 									 undo->remove_on_commit)));
-		fs_close(dirfd);
+		if (owned)
+			fs_close(dirfd);
 	}
 	if (undo->set_aside != NULL)
 	{
-		dirfd = open_parent_quiet(undo->root, undo->set_aside, &leaf);
+		dirfd = undo_folder(undo, undo->set_aside, &leaf, &owned);
 		err = dirfd < 0 ? errno : fs_remove_tree_at(dirfd, leaf);
 		if (err != 0 && err != ENOENT)
 		{
@@ -518,7 +672,8 @@ finish_on_commit(const FileUndo *undo)
 					(errcode_for_file_access(),
 					 errmsg("lance_namespace: could not remove \"%s\": %m", undo->set_aside)));
 		}
-		fs_close(dirfd);
+		if (owned)
+			fs_close(dirfd);
 	}
 }
 
@@ -536,6 +691,7 @@ storage_local_end_transaction(bool commit)
 	for (FileUndo *u = undo_list; u != NULL; u = u->next)
 		run_quietly(commit ? finish_on_commit : undo_on_abort, u);
 	undo_list = NULL;
+	close_undo_folders();
 }
 
 /*
@@ -565,4 +721,35 @@ storage_local_end_subtransaction(bool commit, SubTransactionId mySubid,
 			*link = u->next;
 		}
 	}
+}
+
+/*
+ * Do a spooled step of a local undo (storage_retry_undo), raising if its
+ * folder cannot be reached.  The folder is opened from the local root as
+ * every other is; a file made is removed only if it is still the very
+ * file the transaction made, and a set-aside original is put back only
+ * while its name is free.  (A final manifest's removal was checked against
+ * the catalog's versions by the caller, under the name's lock.)
+ */
+void
+local_retry_undo(const StorageUndoStep *step)
+{
+	const char *leaf;
+	int dirfd = storage_open_parent(step->location, step->path, &leaf, true);
+	struct stat st;
+
+	if (dirfd < 0)
+		return; /* its folder is gone, and what was in it */
+	if (step->action == UNDO_REMOVE)
+	{
+		if (fs_stat_at(dirfd, leaf, &st) && (uint64)st.st_dev == step->dev &&
+			(uint64)st.st_ino == step->ino &&
+			unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+			storage_io_error("remove", step->path, errno);
+	}
+	else if (!fs_stat_at(dirfd, leaf, &st) && errno == ENOENT &&
+			 renameat(dirfd, strrchr(step->set_aside, '/') + 1, dirfd, leaf) != 0 &&
+			 errno != ENOENT)
+		storage_io_error("put back", step->path, errno);
+	fs_close(dirfd);
 }

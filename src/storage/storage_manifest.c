@@ -163,6 +163,8 @@ local_check_manifest(const char *location, const char *branch, int64 version, bo
 			psprintf("%020llu.manifest", (unsigned long long)(PG_UINT64_MAX - (uint64)version));
 
 	copy->staging_file = staging;
+	copy->branch = pstrdup(branch ? branch : "");
+	copy->version = version;
 	copy->final_file = psprintf("%s/%s", versions_dir, final_name);
 	copy->final_path = psprintf("%.*s%s", (int)(strrchr(manifest_path, '/') - manifest_path + 1),
 								manifest_path, final_name);
@@ -380,7 +382,8 @@ local_materialize_manifest(const ManifestCopy *copy)
 		if (!link_staging_manifest(dirfd, copy, final_leaf, temp_leaf))
 			copy_staging_manifest(dirfd, copy, final_leaf, temp_leaf, temp);
 		/* the staging file has served once the version commits */
-		storage_undo_created(root, dirfd, copy->final_file, copy->staging_file);
+		storage_undo_created(root, dirfd, copy->final_file, copy->staging_file, copy->branch,
+							 copy->version);
 	}
 	PG_CATCH();
 	{

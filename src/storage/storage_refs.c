@@ -328,7 +328,7 @@ make_parent_folders(const char *root, const char *below, const char *path)
 		*c = '\0';
 		dirfd = storage_open_parent(root, folder, &leaf, false);
 		if (make_folder_at(dirfd, folder))
-			storage_undo_created(root, dirfd, folder, NULL);
+			storage_undo_created(root, dirfd, folder, NULL, NULL, -1);
 		fs_close(dirfd);
 		*c = '/';
 	}
@@ -381,7 +381,7 @@ apply_pending(const PendingRef *p)
 		}
 	}
 	fs_close(tempfd);
-	storage_undo_created(p->root, dirfd, p->path, NULL);
+	storage_undo_created(p->root, dirfd, p->path, NULL, NULL, -1);
 	storage_flush_folder(dirfd, p->path);
 	fs_close(dirfd);
 }

@@ -34,16 +34,23 @@
 typedef struct S3Table
 {
 	S3Store store;
-	char *key;	   /* the table's key prefix, no trailing slash */
-	char *setting; /* the location of the setting that covers it (a folder key) */
-	LnMap options; /* that setting's options, as callers are handed them */
+	char *location; /* the table's location */
+	char *key;		/* the table's key prefix, no trailing slash */
+	char *setting;	/* the location of the setting that covers it (a folder key) */
+	LnMap options;	/* that setting's options, as callers are handed them */
 } S3Table;
 
 /* What a transaction did in a store, undone newest first on abort. */
 typedef struct S3Undo
 {
 	S3Store store;
-	char *created;			/* made here: deleted on abort */
+	char *location; /* the table's, to reach the store again if the undo waits */
+	char *created;	/* made here: deleted on abort */
+	char *branch;	/* `created` is a final manifest: its branch and version */
+	int64 version;	/* (-1 otherwise) */
+	bool ref;		/* a ref change: `written` is what the commit left there */
+	char *written;	/* (NULL: nothing, a deletion) */
+	size_t written_len;
 	char *remove_on_commit; /* served its purpose once the change commits */
 	char *previous;			/* with `replaced`: the content it had, put back on abort */
 	size_t previous_len;
@@ -59,6 +66,7 @@ typedef struct S3Undo
 typedef struct S3Pending
 {
 	S3Store store;
+	char *location; /* the table's */
 	char *key;
 	char *folder; /* the prefix listed for its kind; NULL for a branch's tree */
 	char *name;
@@ -178,6 +186,7 @@ find_table(const char *location, S3Table *out)
 
 		s3_store_from_options(bucket, &options, &store);
 		copy_store(&c->table.store, &store);
+		c->table.location = top_strdup(location);
 		c->table.key = top_strdup(key);
 		c->table.setting = top_strdup(prefix);
 		kept->len = options.len;
@@ -235,11 +244,13 @@ s3_options_for(const char *location, LnMap *options)
 }
 
 static S3Undo *
-new_undo(const S3Store *store)
+new_undo(const S3Store *store, const char *location)
 {
 	S3Undo *u = MemoryContextAllocZero(TopTransactionContext, sizeof(S3Undo));
 
 	copy_store(&u->store, store);
+	u->location = top_strdup(location);
+	u->version = -1;
 	u->subid = GetCurrentSubTransactionId();
 	u->next = undo_list;
 	undo_list = u;
@@ -296,6 +307,8 @@ s3_check_manifest(const char *location, const char *branch, int64 version, bool 
 		final_name =
 			psprintf("%020llu.manifest", (unsigned long long)(PG_UINT64_MAX - (uint64)version));
 	copy->location = pstrdup(location);
+	copy->branch = pstrdup(branch ? branch : "");
+	copy->version = version;
 	copy->staging_file = staging;
 	copy->final_file = psprintf("%s/%s", versions, final_name);
 	copy->final_path = psprintf("%.*s%s", (int)(strrchr(manifest_path, '/') - manifest_path + 1),
@@ -337,8 +350,10 @@ s3_materialize_manifest(const ManifestCopy *copy)
 	if (storage_final_name_shared(name) && s3_head(&t.store, copy->final_file, NULL))
 		storage_wait_final_name(name);
 	/* recorded first: a copy that fails after the store made the object is undone too */
-	u = new_undo(&t.store);
+	u = new_undo(&t.store, copy->location);
 	u->created = top_strdup(copy->final_file);
+	u->branch = top_strdup(copy->branch);
+	u->version = copy->version;
 	HOLD_INTERRUPTS();
 	s3_copy(&t.store, copy->staging_file, copy->final_file);
 	RESUME_INTERRUPTS();
@@ -434,6 +449,7 @@ add_pending(const S3Table *t, const char *key, const char *folder, const char *n
 	S3Pending *p = MemoryContextAllocZero(TopTransactionContext, sizeof(S3Pending));
 
 	copy_store(&p->store, &t->store);
+	p->location = top_strdup(t->location);
 	p->key = top_strdup(key);
 	p->folder = top_strdup(folder);
 	p->name = top_strdup(name);
@@ -666,7 +682,7 @@ keep_previous(S3Undo *u, const S3Pending *p, size_t max)
 static void
 apply_pending(const S3Pending *p)
 {
-	S3Undo *u = new_undo(&p->store);
+	S3Undo *u = new_undo(&p->store, p->location);
 
 	if (p->folder == NULL && p->content == NULL)
 	{
@@ -700,6 +716,14 @@ apply_pending(const S3Pending *p)
 				 "\"%s\" was created by another writer while this transaction ran",
 				 p->name ? p->name : p->key);
 	(void)unschedule_deletion(&p->store, p->key);
+	/* what this change leaves: an undo that waits acts only while it is still there */
+	u->ref = true;
+	if (p->content != NULL)
+	{
+		u->written = MemoryContextAllocHuge(TopTransactionContext, p->len + 1);
+		memcpy(u->written, p->content, p->len);
+		u->written_len = p->len;
+	}
 	if (p->content == NULL)
 	{
 		s3_delete(&p->store, p->key);
@@ -779,7 +803,7 @@ store_silent(const S3Undo *u, const char *what, const char *key)
 	if (silent_endpoint == NULL || strcmp(silent_endpoint, u->store.endpoint) != 0)
 		return false;
 	ereport(WARNING, (errmsg("lance_namespace: did not %s \"%s\" in bucket \"%s\": the store did "
-							 "not answer",
+							 "not answer; the next maintenance round retries an undo",
 							 what, key, u->store.bucket)));
 	return true;
 }
@@ -793,19 +817,62 @@ warn(const char *what, const S3Undo *u, const char *key, const char *error, bool
 							 u->store.bucket, error)));
 }
 
-/* Undo one step on abort; raises nothing. */
+/* Keep a step the undo could not do for the next maintenance round (storage_spool.c). */
+static void
+spool_step(const S3Undo *u, char action)
+{
+	StorageUndoStep step = {0};
+
+	step.action = action;
+	step.s3 = true;
+	step.location = u->location;
+	step.path = action == UNDO_REMOVE ? u->created : u->replaced;
+	step.branch = action == UNDO_REMOVE && u->version >= 0 ? u->branch : NULL;
+	step.version = action == UNDO_REMOVE ? u->version : -1;
+	if (action == UNDO_PUT_BACK)
+	{
+		step.content = u->previous;
+		step.content_len = u->previous_len;
+	}
+	step.check_left = u->ref;
+	step.left = u->written;
+	step.left_len = u->written_len;
+	storage_spool_add(&step);
+}
+
+/* Undo one step on abort; raises nothing.  What the store did not do is spooled. */
 static void
 undo_on_abort(const S3Undo *u)
 {
 	char *error;
 	bool no_answer;
+	bool done;
 
-	if (u->created != NULL && !store_silent(u, "delete after a rollback", u->created) &&
-		!s3_delete_quietly(&u->store, u->created, &error, &no_answer))
-		warn("delete after a rollback", u, u->created, error, no_answer);
-	if (u->replaced != NULL && !store_silent(u, "put back after a rollback", u->replaced) &&
-		!s3_put_quietly(&u->store, u->replaced, u->previous, u->previous_len, &error, &no_answer))
-		warn("put back after a rollback", u, u->replaced, error, no_answer);
+	if (u->created != NULL)
+	{
+		done = false;
+		if (!store_silent(u, "delete after a rollback", u->created))
+		{
+			done = s3_delete_quietly(&u->store, u->created, &error, &no_answer);
+			if (!done)
+				warn("delete after a rollback", u, u->created, error, no_answer);
+		}
+		if (!done)
+			spool_step(u, UNDO_REMOVE);
+	}
+	if (u->replaced != NULL)
+	{
+		done = false;
+		if (!store_silent(u, "put back after a rollback", u->replaced))
+		{
+			done = s3_put_quietly(&u->store, u->replaced, u->previous, u->previous_len, &error,
+								  &no_answer);
+			if (!done)
+				warn("put back after a rollback", u, u->replaced, error, no_answer);
+		}
+		if (!done)
+			spool_step(u, UNDO_PUT_BACK);
+	}
 }
 
 static void
@@ -934,4 +1001,54 @@ s3_end_subtransaction(bool commit, SubTransactionId mySubid, SubTransactionId pa
 		else
 			*plink = p->next;
 	}
+}
+
+/*
+ * The name a spooled removal of a final manifest locks, as
+ * s3_materialize_manifest locked it.
+ */
+char *
+s3_final_name_of(const StorageUndoStep *step)
+{
+	char *bucket;
+	char *key;
+
+	if (!location_s3_parse(step->location, &bucket, &key))
+		return pstrdup(step->path);
+	return psprintf("s3://%s/%s", bucket, step->path);
+}
+
+/* Whether the object at `key` holds what a spooled step expects (`left`, or nothing). */
+static bool
+holds_what_was_left(const S3Table *t, const StorageUndoStep *step)
+{
+	size_t len;
+	char *now = s3_get(&t->store, step->path, Max(step->left_len, MAX_REF_SIZE), &len);
+
+	if (step->left == NULL || now == NULL)
+		return step->left == NULL && now == NULL;
+	return len == step->left_len && memcmp(now, step->left, len) == 0;
+}
+
+/*
+ * Do a spooled step of an S3 undo (storage_retry_undo), raising if the
+ * store fails.  The store is reached through the setting that covers the
+ * table's location now.  A ref is put back or removed only while it holds
+ * what the rolled-back commit left there: a change committed since stays.
+ * (A final manifest's removal was checked against the catalog's versions
+ * by the caller, under the name's lock.)
+ */
+void
+s3_retry_undo(const StorageUndoStep *step)
+{
+	S3Table t;
+
+	if (!find_table(step->location, &t))
+		ln_error(LN_SERVICE_UNAVAILABLE, "no storage setting covers \"%s\" now", step->location);
+	if (step->check_left && !holds_what_was_left(&t, step))
+		return;
+	if (step->action == UNDO_REMOVE)
+		s3_delete(&t.store, step->path);
+	else
+		s3_put(&t.store, step->path, step->content, step->content_len);
 }

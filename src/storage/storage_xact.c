@@ -8,7 +8,7 @@
  * This is the one place that knows every backend's pending work, so that
  * the backends below it never call each other (storage_local.c keeps the
  * local undo list, storage_refs.c the local ref changes, storage_s3.c the
- * S3 ones).
+ * S3 ones, storage_spool.c the undo steps that failed, kept for later).
  */
 #include "postgres.h"
 
@@ -53,6 +53,7 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			storage_local_end_transaction(true);
 			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			s3_end_transaction(true);
+			storage_spool_end_transaction(true);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -61,6 +62,9 @@ storage_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			storage_local_end_transaction(false);
 			fs_release(true, InvalidSubTransactionId); /* what a failed step left open */
 			s3_end_transaction(false);
+			/* what the undo could not do waits, durably, for the next maintenance round */
+			storage_spool_write();
+			storage_spool_end_transaction(false);
 			break;
 		default:
 			break;
@@ -85,4 +89,6 @@ storage_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransa
 		storage_refs_reassign(mySubid, parentSubid);
 	}
 	storage_local_end_subtransaction(event == SUBXACT_EVENT_COMMIT_SUB, mySubid, parentSubid);
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		storage_spool_write();
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A rollback's undo on local storage works in the folder it wrote in, and
+# what it cannot do is not forgotten:
+#   1. a version's _versions folder is swapped for a symbolic link (to a
+#      copy of the real folder elsewhere) between the version's final
+#      manifest and the rollback: the rollback removes the final manifest in
+#      the real folder, and nothing in the link's target;
+#   2. a transaction with versions in more tables than the undo keeps
+#      folders open for (64) has the last table's _versions swapped for a link:
+#      that undo cannot reach its folder, so it is spooled; once the folder
+#      is back, lance_sweep_leftovers() removes the final manifest and the
+#      catalog's list of waiting undo is empty.
+#
+# Deterministic: the swaps are done from the session itself (\!) between
+# the version's creation and the ROLLBACK.  Runs as root and starts its own
+# cluster.  Prints "  ok    <check>" / "  FAIL  <check>" per check; exits 0
+# only when every check passed.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try (default 54521)
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+
+new_work_dir
+PORT="$(find_free_port "${LN_TEST_PORT:-54521}")"
+START=$SECONDS
+
+cleanup() {
+	stop_cluster "$PGDATA_DIR" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d undo "$@"; }
+
+init_cluster "$PGDATA_DIR" test >/dev/null
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+make_postgres_dir "$TABLES" 755
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE undo'
+sql -v root="$TABLES" <<'SQL'
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE undo SET lance_namespace.local_roots = :'root';
+ALTER DATABASE undo SET lance_namespace.root = :'root';
+SQL
+sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\"]}')" >/dev/null
+
+# version 1, V2 naming: 2^64 - 2
+FINAL=18446744073709551614.manifest
+table() { # name: declare it, with a staging manifest for version 1
+	sql -c "SELECT lance_declare_table(jsonb_build_object('id', ARRAY['ns', '$1'], 'location', '$TABLES/ns/$1.lance'))" >/dev/null
+	as_postgres mkdir -p "$TABLES/ns/$1.lance/_versions"
+	as_postgres sh -c "printf 'manifest of $1\n' >'$TABLES/ns/$1.lance/_versions/stage-1'"
+}
+request() { printf '{"id": ["ns", "%s"], "version": 1, "manifest_path": "%s"}' "$1" "${TABLES#/}/ns/$1.lance/_versions/stage-1"; }
+# swap: the real _versions moves aside, a link of its name points at a copy of it elsewhere
+swap() { printf '\\! mv %s/_versions %s/real && cp -a %s/real %s/elsewhere-%s && ln -s %s/elsewhere-%s %s/_versions\n' \
+	"$1" "$1" "$1" "$WORK" "$2" "$WORK" "$2" "$1"; }
+
+# 1. the link swap between the final manifest and the rollback
+table t
+T="$TABLES/ns/t.lance"
+sql >/dev/null <<SQL
+BEGIN;
+SELECT lance_create_table_version('$(request t)');
+\! test -f $T/_versions/$FINAL && touch $WORK/made
+$(swap "$T" t)
+ROLLBACK;
+SQL
+check "the version's final manifest was made in its transaction" "yes" "$([[ -f "$WORK/made" ]] && echo yes || echo no)"
+check "the rollback removed the final manifest in the real folder, moved away" "no" \
+	"$([[ -e "$T/real/$FINAL" ]] && echo yes || echo no)"
+check "the link's target, a copy holding the same name, is untouched" "yes" \
+	"$([[ -f "$WORK/elsewhere-t/$FINAL" ]] && echo yes || echo no)"
+check "the staging manifest stays (the version did not commit)" "yes" \
+	"$([[ -f "$T/real/stage-1" ]] && echo yes || echo no)"
+check "no version row" "0" "$(sql -c "SELECT count(*) FROM lance_catalog.version")"
+
+# 2. more folders than the undo keeps open: the last table's undo reopens its folder by path,
+# finds a link there, and spools the step; lance_sweep_leftovers() does it once the folder is back
+N=70
+for i in $(seq 1 $N); do table "m$i"; done
+M="$TABLES/ns/m$N.lance"
+{
+	echo "BEGIN;"
+	for i in $(seq 1 $N); do echo "SELECT lance_create_table_version('$(request "m$i")') IS NOT NULL;"; done
+	swap "$M" last
+	echo "ROLLBACK;"
+} | sql >/dev/null 2>"$WORK/rollback.err"
+check "the rollback warned that one undo waits for the next maintenance round" "1" \
+	"$(grep -c 'next maintenance round retries' "$WORK/rollback.err" || true)"
+left=0
+for i in $(seq 1 $((N - 1))); do [[ -e "$TABLES/ns/m$i.lance/_versions/$FINAL" ]] && left=$((left + 1)); done
+check "the other tables' final manifests are removed" "0" "$left"
+check "the last table's final manifest is left in its moved folder" "yes" \
+	"$([[ -f "$M/real/$FINAL" ]] && echo yes || echo no)"
+check "a spool file holds the undo that waits" "1" "$(find "$PGDATA_DIR/lance_namespace_undo" -name '*.spool' | wc -l)"
+# while the link is there, a maintenance round keeps the step for later
+sql -c "SELECT lance_sweep_leftovers()" >/dev/null
+check "while the folder is a link, the step waits in the catalog with its error" "1|remove|t" \
+	"$(sql -c "SELECT attempts, action, last_error LIKE '%symbolic link%' FROM lance_catalog.storage_undo")"
+check "the spool file is gone once the catalog holds its step" "0" \
+	"$(find "$PGDATA_DIR/lance_namespace_undo" -name '*.spool' | wc -l)"
+check "the link's target is untouched" "yes" "$([[ -f "$WORK/elsewhere-last/$FINAL" ]] && echo yes || echo no)"
+rm "$M/_versions" && mv "$M/real" "$M/_versions"
+sql -c "UPDATE lance_catalog.storage_undo SET next_attempt = now()" # not wait for the backoff
+sql -c "SELECT lance_sweep_leftovers()" >/dev/null
+check "once the folder is back, the next round removes the final manifest" "no" \
+	"$([[ -e "$M/_versions/$FINAL" ]] && echo yes || echo no)"
+check "and the step is done" "0" "$(sql -c "SELECT count(*) FROM lance_catalog.storage_undo")"
+check "a version committed later is left alone by rounds" "1" \
+	"$(sql -c "SELECT lance_create_table_version('$(request "m$N")') #>> '{version,version}'")"
+sql -c "SELECT lance_sweep_leftovers()" >/dev/null
+check "its final manifest stays" "yes" "$([[ -f "$M/_versions/$FINAL" ]] && echo yes || echo no)"
+
+echo
+say "undo test: $CHECKS checks, $FAILS failed, $((SECONDS - START)) s"
+((FAILS == 0))
