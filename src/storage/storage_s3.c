@@ -766,9 +766,9 @@ s3_has_pending(void)
 /*
  * In one commit or abort round, a store that did not answer is not asked
  * again: with a thousand objects to undo, each call would wait for its
- * timeout.  What is left is harmless and said in the log: a final manifest
- * the catalog does not record is replaced by the next writer of its version,
- * a staging object is Lance's leftover to clean.
+ * timeout.  What an abort leaves undone is spooled for the next maintenance
+ * round (storage_spool.c); what a commit leaves is said in the log (a staging
+ * object is Lance's leftover to clean).
  */
 static char *silent_endpoint = NULL;
 /*

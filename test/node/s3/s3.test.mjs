@@ -303,6 +303,59 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     assert.deepEqual(Object.keys(tags), ["kept"]);
   });
 
+  test("a store down during a rollback: the next maintenance round removes the final object and puts a deleted tag back", async () => {
+    const id = [ns, uniqueName("undo")];
+    const loc = ok(await post(tableRoute(id, "declare"), { id })).location;
+    const key = keyOf(loc);
+    const finalKey = (v) => `${key}/_versions/${manifestName(v)}`;
+    const tagKey = `${key}/_refs/tags/kept.json`;
+    const version = (v) => JSON.stringify({ id, version: v, manifest_path: `${key}/_versions/stage-${v}` });
+    await putObject(`${key}/_versions/stage-1`, "manifest one");
+    await putObject(`${key}/_versions/stage-2`, "manifest two");
+    psql(`SELECT lance_create_table_version(:'req'::jsonb)`, { req: version(1) });
+    ok(await post(tableRoute(id, "tags/create"), { id, tag: "kept", version: 1 }));
+    const keptContent = (await s3("GET", `/lake/${tagKey}`)).text;
+
+    // version 2's final object is made, and the store is down when the transaction rolls back
+    const session = psqlSession();
+    try {
+      await session.run(`SET lance_namespace.storage_timeout = '2s'; BEGIN;
+        SELECT lance_create_table_version('${version(2)}'::jsonb) IS NOT NULL;`);
+      await setMode("down");
+      await session.run("ROLLBACK;");
+      await setMode("up");
+      // a commit that deletes "kept" and then fails (the store stops after the two requests
+      // of the deletion), with the store still down for its undo
+      await session.run(`BEGIN;
+        SELECT lance_delete_table_tag('${JSON.stringify({ id, tag: "kept" })}'::jsonb) IS NOT NULL;
+        SELECT lance_create_table_tag('${JSON.stringify({ id, tag: "other", version: 1 })}'::jsonb) IS NOT NULL;`);
+      await setMode("down-after/2");
+      const out = await session.run("COMMIT;");
+      assert.match(out, /"code": ?17/, out);
+    } finally {
+      await setMode("up");
+      session.end();
+    }
+    assert.deepEqual(versionRows(loc).map((r) => r.version), [1]);
+    assert.equal((await s3("HEAD", `/lake/${finalKey(2)}`)).status, 200, "the undo could not delete it");
+    assert.equal((await s3("HEAD", `/lake/${tagKey}`)).status, 404, "the undo could not put it back");
+
+    // the next maintenance round: the bucket matches the catalog
+    psql("SELECT lance_sweep_leftovers()");
+    assert.equal((await s3("HEAD", `/lake/${finalKey(2)}`)).status, 404);
+    assert.equal((await s3("HEAD", `/lake/${finalKey(1)}`)).status, 200);
+    const kept = await s3("GET", `/lake/${tagKey}`);
+    assert.equal(kept.status, 200);
+    assert.equal(kept.text, keptContent);
+    assert.equal((await s3("HEAD", `/lake/${key}/_refs/tags/other.json`)).status, 404);
+    assert.deepEqual(Object.keys(ok(await post(tableRoute(id, "tags/list"), { id })).tags), ["kept"]);
+    assert.equal(psql("SELECT count(*) FROM lance_catalog.storage_undo"), "0");
+    // version 2 can be created again, and a later round leaves it alone
+    psql(`SELECT lance_create_table_version(:'req'::jsonb)`, { req: version(2) });
+    psql("SELECT lance_sweep_leftovers()");
+    assert.equal((await s3("HEAD", `/lake/${finalKey(2)}`)).status, 200);
+  });
+
   test("a rename keeps the table's objects, and a drop removes them once processed", async () => {
     ok(
       await post(tableRoute([ns, "items"], "rename"), {
