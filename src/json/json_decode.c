@@ -20,6 +20,7 @@
  */
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
+#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 
 #include "../common/error.h"
@@ -191,10 +192,16 @@ decode_map(json_object *value, const char *prefix, const char *field, LnMap *map
 	}
 }
 
+/*
+ * An integer field: an int64 json-c value, or a double's exact text (what
+ * json_tree.c makes of any other number) read by json_integer_text, so that
+ * a fraction, an exponent that leaves one, and a value past int64 are
+ * refused alike from SQL and REST, never rounded or clamped.
+ */
 static int64
 decode_integer(json_object *value, const char *prefix, const char *field)
 {
-	double d;
+	int64 n = 0;
 
 	if (json_object_is_type(value, json_type_int))
 	{
@@ -206,12 +213,19 @@ decode_integer(json_object *value, const char *prefix, const char *field)
 	}
 	if (!json_object_is_type(value, json_type_double))
 		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
-	d = json_object_get_double(value);
-	if (!(d >= -9.2e18 && d <= 9.2e18))
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" is out of range", prefix, field);
-	if (d != (double)(int64)d)
-		ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
-	return (int64)d;
+	switch (json_integer_text(json_object_get_string(value), &n))
+	{
+		case JSON_INTEGER_OK:
+			break;
+		case JSON_INTEGER_OUT_OF_RANGE:
+			ln_error(LN_INVALID_INPUT, "field \"%s%s\" is out of range", prefix, field);
+			break;
+		case JSON_INTEGER_FRACTION:
+		case JSON_INTEGER_NOT_NUMBER:
+			ln_error(LN_INVALID_INPUT, "field \"%s%s\" must be an integer", prefix, field);
+			break;
+	}
+	return n;
 }
 
 static int64
@@ -488,43 +502,6 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 }
 
 /*
- * Parse JSON text (a REST body) with json-c, its tree owned by the current
- * memory context.  JSON nested deeper than LN_MAX_JSON_DEPTH is the
- * client's mistake (LN013), as anything else json-c refuses.  A JSON null
- * gives a tree whose root is NULL.
- */
-static JsonTree *
-parse_text(const char *text, const char *what)
-{
-	/* json-c's depth counts the top level too */
-	struct json_tokener *tok = json_tokener_new_ex(LN_MAX_JSON_DEPTH + 1);
-	json_object *root;
-	enum json_tokener_error jerr;
-	size_t end;
-
-	if (tok == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	root = json_tokener_parse_ex(tok, text, -1);
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	end += strspn(text + end, " \t\r\n");
-	if (jerr != json_tokener_success || text[end] != '\0')
-	{
-		/* text after a complete value is an error too */
-		if (jerr == json_tokener_success)
-			jerr = json_tokener_error_parse_unexpected;
-		json_object_put(root);
-		json_tokener_free(tok);
-		if (jerr == json_tokener_error_depth)
-			ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
-					 LN_MAX_JSON_DEPTH);
-		ln_error(LN_INVALID_INPUT, "%s is not JSON: %s", what, json_tokener_error_desc(jerr));
-	}
-	json_tokener_free(tok);
-	return json_guard_tree(root);
-}
-
-/*
  * A jsonb value as a json-c tree owned by the current memory context, read
  * without JSON text in between; nesting is bounded as parse_text bounds it.
  */
@@ -540,18 +517,106 @@ jsonb_tree(Jsonb *jsonb, const char *what)
 }
 
 /*
+ * True if JSON text nests arrays and objects more than `limit` deep (outside
+ * strings).  One pass, no recursion: PostgreSQL's JSON parser recurses per
+ * level, and a body of megabytes of '[' would exhaust its stack ("stack depth
+ * limit exceeded", PostgreSQL's error, not the client's mistake named).
+ */
+static bool
+nests_deeper(const char *text, int limit)
+{
+	int depth = 0;
+	bool in_string = false;
+
+	for (const char *c = text; *c; c++)
+	{
+		if (in_string)
+		{
+			if (*c == '\\' && c[1] != '\0')
+				c++;
+			else if (*c == '"')
+				in_string = false;
+		}
+		else if (*c == '"')
+			in_string = true;
+		else if (*c == '[' || *c == '{')
+		{
+			if (++depth > limit)
+				return true;
+		}
+		else if (*c == ']' || *c == '}')
+			depth--;
+	}
+	return false;
+}
+
+/*
+ * Numbers PostgreSQL's numeric (and so jsonb) can hold: at most 16,383
+ * digits after the point and 131,072 before it.  Larger ones are refused
+ * here as the client's mistake (jsonb_in would raise its own error).
+ */
+#define LN_MAX_NUMBER_SCALE	 16383
+#define LN_MAX_NUMBER_WEIGHT 131000
+
+static void
+check_number(void *state, char *token, JsonTokenType type)
+{
+	const char *what = state;
+	const char *p = token;
+	int64 int_len;
+	int64 frac_len = 0;
+	int64 exponent = 0;
+
+	if (type != JSON_TOKEN_NUMBER)
+		return;
+	p += (*p == '-');
+	int_len = strspn(p, "0123456789");
+	p += int_len;
+	if (*p == '.')
+	{
+		frac_len = strspn(p + 1, "0123456789");
+		p += 1 + frac_len;
+	}
+	if (*p == 'e' || *p == 'E')
+	{
+		bool negative = false;
+
+		p++;
+		if (*p == '+' || *p == '-')
+			negative = *p++ == '-';
+		for (; *p >= '0' && *p <= '9'; p++)
+			if (exponent < 1000000000)
+				exponent = exponent * 10 + (*p - '0');
+		if (negative)
+			exponent = -exponent;
+	}
+	if (frac_len - exponent > LN_MAX_NUMBER_SCALE || int_len + exponent > LN_MAX_NUMBER_WEIGHT)
+		ln_error(LN_INVALID_INPUT, "%s: the number %.40s%s has more digits than a request may hold",
+				 what, token, strlen(token) > 40 ? "..." : "");
+}
+
+/*
  * JSON text from outside (a REST body) must be JSON that PostgreSQL itself
  * would store: no \u0000 (a C string would cut it short, a key silently),
- * no lone surrogate.  json-c accepts both, so PostgreSQL's parser checks
- * first.
+ * no lone surrogate, no number jsonb cannot hold, nesting within
+ * LN_MAX_JSON_DEPTH (json_tree_from_jsonb then counts it exactly).
+ * PostgreSQL's parser checks, so that jsonb_in then reads it without error.
  */
 static void
 check_json_text(const char *text, const char *what)
 {
-	JsonLexContext *lex =
-		makeJsonLexContextCstringLen((char *)text, strlen(text), GetDatabaseEncoding(), true);
-	JsonParseErrorType result = pg_parse_json(lex, &nullSemAction);
+	JsonLexContext *lex;
+	JsonSemAction sem = {0};
+	JsonParseErrorType result;
 
+	/* a container may hold one more, empty (as json_tree_from_jsonb counts) */
+	if (nests_deeper(text, LN_MAX_JSON_DEPTH + 1))
+		ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
+				 LN_MAX_JSON_DEPTH);
+	lex = makeJsonLexContextCstringLen((char *)text, strlen(text), GetDatabaseEncoding(), true);
+	sem.semstate = (void *)what;
+	sem.scalar = check_number;
+	result = pg_parse_json(lex, &sem);
 	if (result != JSON_SUCCESS)
 		ln_error(LN_INVALID_INPUT, "%s is not valid JSON: %s", what, json_errdetail(result, lex));
 }
@@ -607,13 +672,21 @@ query_value(const RequestField *f, const char *value)
 	}
 	if (f->type == FIELD_COUNT)
 	{
-		char *end;
-		int64 n;
+		int64 n = 0;
 
-		errno = 0;
-		n = strtoi64(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0')
-			ln_error(LN_INVALID_INPUT, "query parameter \"%s\" must be an integer", f->key);
+		/* spelled as in a body: the same rule, json_integer_text's */
+		switch (json_integer_text(value, &n))
+		{
+			case JSON_INTEGER_OK:
+				break;
+			case JSON_INTEGER_OUT_OF_RANGE:
+				ln_error(LN_INVALID_INPUT, "query parameter \"%s\" is out of range", f->key);
+				break;
+			case JSON_INTEGER_FRACTION:
+			case JSON_INTEGER_NOT_NUMBER:
+				ln_error(LN_INVALID_INPUT, "query parameter \"%s\" must be an integer", f->key);
+				break;
+		}
 		return json_object_new_int64(n);
 	}
 	return json_object_new_string(value);
@@ -659,8 +732,13 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
 	if (body != NULL && body[strspn(body, " \t\r\n")] != '\0')
 	{
+		/*
+		 * Through jsonb, as a request from SQL arrives: one reading of
+		 * numbers (json_tree.c), keys and duplicates for both ways.
+		 */
 		check_json_text(body, "the request body");
-		tree = parse_text(body, "the request body");
+		tree = jsonb_tree(DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(body))),
+						  "the request body");
 		root = tree->root;
 	}
 	if (root == NULL) /* no body, or the literal null */

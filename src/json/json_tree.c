@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "miscadmin.h"
 #include "mb/pg_wchar.h"
 #include "utils/fmgroids.h"
@@ -32,21 +34,122 @@ out_of_memory(void)
 }
 
 /*
- * A jsonb number as json-c reads its JSON text: an integer that fits int64
- * as one, anything else as json-c's tokener makes of it (so that doubles
- * keep their text and big integers behave as they do in a REST body).
+ * Whether the JSON number `text` is an integer, by its exact decimal value:
+ * digits with an optional '-', then optionally a fraction and an exponent
+ * (numeric_out writes no exponent; JSON text may).  1e2 and 10.0 are the
+ * integers 100 and 10; 1.5 and 1e-400 are no integers, whatever a double
+ * would round them to; -1e30 and 9223372036854775808 are out of int64's
+ * range.  Both ways a request arrives (jsonb from SQL, JSON text through
+ * REST, which becomes jsonb too) read their integers with this one rule.
+ */
+JsonInteger
+json_integer_text(const char *text, int64 *value)
+{
+	const char *p = text;
+	bool negative = false;
+	const char *int_digits;
+	size_t int_len;
+	const char *frac_digits = "";
+	size_t frac_len = 0;
+	int64 exponent = 0;
+	char digits[24];
+	int n = 0;
+	int64 scale;
+	size_t first;
+	size_t last;
+	size_t total;
+
+	if (*p == '-')
+	{
+		negative = true;
+		p++;
+	}
+	int_digits = p;
+	int_len = strspn(p, "0123456789");
+	if (int_len == 0)
+		return JSON_INTEGER_NOT_NUMBER;
+	p += int_len;
+	if (*p == '.')
+	{
+		frac_digits = ++p;
+		frac_len = strspn(p, "0123456789");
+		if (frac_len == 0)
+			return JSON_INTEGER_NOT_NUMBER;
+		p += frac_len;
+	}
+	if (*p == 'e' || *p == 'E')
+	{
+		bool exp_negative = false;
+
+		p++;
+		if (*p == '+' || *p == '-')
+			exp_negative = *p++ == '-';
+		if (!isdigit((unsigned char)*p))
+			return JSON_INTEGER_NOT_NUMBER;
+		/* past a billion the answer is the same: no integer, or out of range */
+		for (; isdigit((unsigned char)*p); p++)
+			if (exponent < 1000000000)
+				exponent = exponent * 10 + (*p - '0');
+		if (exp_negative)
+			exponent = -exponent;
+	}
+	if (*p != '\0')
+		return JSON_INTEGER_NOT_NUMBER;
+
+	/*
+	 * The digits, integer part then fraction, as one string of `total`;
+	 * the value is that string times 10^(exponent - frac_len).  Without its
+	 * leading and trailing zeros (first to last), it is an integer when
+	 * the zeros cut off and the exponent leave no digit after the point.
+	 */
+	total = int_len + frac_len;
+#define DIGIT(i) ((i) < int_len ? int_digits[i] : frac_digits[(i)-int_len])
+	for (first = 0; first < total && DIGIT(first) == '0'; first++)
+		;
+	if (first == total)
+	{
+		*value = 0;
+		return JSON_INTEGER_OK;
+	}
+	for (last = total - 1; DIGIT(last) == '0'; last--)
+		;
+	/* the value is digits first..last times 10^scale */
+	scale = exponent - (int64)frac_len + (int64)(total - 1 - last);
+	if (scale < 0)
+		return JSON_INTEGER_FRACTION;
+	/* more than 19 digits is past int64's range */
+	if ((int64)(last - first + 1) + scale > 19)
+		return JSON_INTEGER_OUT_OF_RANGE;
+	if (negative)
+		digits[n++] = '-';
+	for (size_t i = first; i <= last; i++)
+		digits[n++] = DIGIT(i);
+	for (int64 i = 0; i < scale; i++)
+		digits[n++] = '0';
+	digits[n] = '\0';
+#undef DIGIT
+	errno = 0;
+	*value = strtoi64(digits, NULL, 10);
+	return errno == 0 ? JSON_INTEGER_OK : JSON_INTEGER_OUT_OF_RANGE;
+}
+
+/*
+ * A jsonb number as a json-c value: an integer that fits int64 (by
+ * json_integer_text's rule) as one, anything else as a double that keeps
+ * numeric_out's text, exact, for its JSON and for json_integer_text to read
+ * again (json-c's own parser would clamp a big integer to int64 silently).
  */
 static json_object *
 number_from_jsonb(Numeric number)
 {
 	char *text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(number)));
-	const char *digits = text[0] == '-' ? text + 1 : text;
-	json_object *value = NULL;
+	json_object *value;
+	int64 n;
 
-	if (digits[0] != '\0' && strspn(digits, "0123456789") == strlen(digits) && strlen(digits) < 19)
-		value = json_object_new_int64(strtoi64(text, NULL, 10));
+	if (json_integer_text(text, &n) == JSON_INTEGER_OK)
+		value = json_object_new_int64(n);
 	else
-		value = json_tokener_parse(text);
+		value = json_object_new_double_s(strtod(text, NULL), text);
 	pfree(text);
 	if (value == NULL)
 		out_of_memory();

@@ -65,7 +65,10 @@ check_location_property(const LnRequest *req, const LnMap *properties)
 {
 	const char *location = ln_map_get(properties, "location");
 
-	if (location == NULL || access_caller_is_admin())
+	if (location == NULL)
+		return;
+	storage_check_location_spelling(location);
+	if (access_caller_is_admin())
 		return;
 	/* the tables go below it */
 	if (storage_is_managed(psprintf("%s/t", location)))

@@ -45,8 +45,10 @@ without_secrets(const LnMap *options)
 static char *
 setting_key(const char *location)
 {
-	char *key = location_folder_key(location);
+	char *key;
 
+	storage_check_location_spelling(location);
+	key = location_folder_key(location);
 	if (key == NULL || pg_strncasecmp(location, "s3://", 5) != 0)
 		ln_error_detail(LN_INVALID_INPUT,
 						"Give an S3 URI: s3://bucket or s3://bucket/prefix, the bucket named as S3 "

@@ -258,6 +258,29 @@ location_local_path(const char *location)
 }
 
 /*
+ * What an S3 location's authority (between "s3://" and the first '/', '?'
+ * or '#') holds besides a bucket, as a phrase for a message: a user
+ * ("user@bucket") or a port ("bucket:443").  NULL if none, or if `location`
+ * is no S3 location.  An S3 location names a bucket, not a host: the store's
+ * address and credentials come from storage settings, and a user or port
+ * here would be silently dropped (or read as part of the bucket's name).
+ */
+const char *
+location_s3_authority_extra(const char *location)
+{
+	size_t len;
+
+	if (pg_strncasecmp(location, "s3://", 5) != 0)
+		return NULL;
+	len = strcspn(location + 5, "/?#");
+	if (memchr(location + 5, '@', len) != NULL)
+		return "a user (\"user@\")";
+	if (memchr(location + 5, ':', len) != NULL)
+		return "a port (\":port\")";
+	return NULL;
+}
+
+/*
  * Split an S3 location "s3://bucket/key" into its bucket and its object key
  * prefix: percent-decoded as Lance decodes the URI's path, "." and ".."
  * resolved and "//" collapsed as on disk, no leading or trailing slash ("" for

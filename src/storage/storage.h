@@ -76,6 +76,7 @@ extern void storage_check_setting(const char *location, const LnMap *options);
 extern bool storage_is_managed(const char *location);
 extern bool storage_is_local(const char *location);
 extern void storage_check_location(const char *location);
+extern void storage_check_location_spelling(const char *location);
 extern bool storage_has_local_roots(void);
 extern int storage_spool_read(StorageSpooled **records);
 extern bool storage_undo_decode(const char *record, size_t len, StorageUndoStep *step);

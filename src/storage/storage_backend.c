@@ -28,10 +28,11 @@ static const StorageBackend local_backend = {
 	.delete_branch_data = local_delete_branch_data,
 };
 
-/* Nothing to check of an S3 location's spelling: it has no links. */
+/* An S3 location has no links to check: its spelling names a bucket, no user or port. */
 static void
-s3_check_location(const char *location pg_attribute_unused())
+s3_check_location(const char *location)
 {
+	storage_check_location_spelling(location);
 }
 
 /* An S3 copy appears whole or not at all: no temporary objects to sweep. */
@@ -94,6 +95,24 @@ bool
 storage_is_managed(const char *location)
 {
 	return backend_of(location)->is_managed(location);
+}
+
+/*
+ * LN013 if `location` is an S3 location whose authority holds more than a
+ * bucket (location_s3_authority_extra).  Every place a location is accepted
+ * checks it: a table's, a namespace's "location" property, a storage setting.
+ */
+void
+storage_check_location_spelling(const char *location)
+{
+	const char *extra = location_s3_authority_extra(location);
+
+	if (extra != NULL)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Give an S3 URI: s3://bucket/prefix; the store's address and credentials "
+						"go in a storage setting.",
+						"location \"%s\" names %s: an S3 location names a bucket alone", location,
+						extra);
 }
 
 void
@@ -221,6 +240,7 @@ storage_check_setting(const char *location, const LnMap *options)
 	char *key;
 	S3Store store;
 
+	storage_check_location_spelling(location);
 	if (!location_s3_parse(location, &bucket, &key))
 		ln_error_detail(LN_INVALID_INPUT, "Give an S3 URI: s3://bucket or s3://bucket/prefix.",
 						"storage location \"%s\" is not an S3 location", location);
