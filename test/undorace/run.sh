@@ -65,7 +65,8 @@ mkfifo "$WORK/a.in"
 "$PG_BIN/psql" -X -q -At -h "$SOCK" -p "$PORT" -U postgres -d undo <"$WORK/a.in" >"$WORK/a.out" 2>&1 &
 exec 3>"$WORK/a.in"
 echo "BEGIN; SELECT pg_backend_pid(); SELECT lance_create_table_version('$(request a)') IS NOT NULL;" >&3
-for _ in $(seq 100); do [[ "$(wc -l <"$WORK/a.out")" -ge 2 ]] && break; sleep 0.1; done
+# (the caps of these waits for a state, 120 s, only guard against a hang)
+for _ in $(seq 1200); do [[ "$(wc -l <"$WORK/a.out")" -ge 2 ]] && break; sleep 0.1; done
 A_PID="$(head -n 1 "$WORK/a.out")"
 check "A made version 1's final manifest in its transaction" "content of A" "$(cat "$VERSIONS/$FINAL" 2>/dev/null)"
 
@@ -88,9 +89,9 @@ quit
 GDB
 gdb -q -batch -x "$WORK/gdb.cmd" >"$WORK/gdb.out" 2>&1 &
 GDB_PID=$!
-for _ in $(seq 100); do grep -q 'Continuing' "$WORK/gdb.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1200); do grep -q 'Continuing' "$WORK/gdb.out" 2>/dev/null && break; sleep 0.1; done
 echo "ROLLBACK;" >&3
-for _ in $(seq 150); do [[ -f "$WORK/a.held" ]] && break; sleep 0.1; done
+for _ in $(seq 1200); do [[ -f "$WORK/a.held" ]] && break; sleep 0.1; done
 if [[ -f "$WORK/a.held" ]]; then
 	pass "A is held inside the undo of its rollback"
 else
@@ -98,12 +99,22 @@ else
 	exit 1
 fi
 
-# B: a newcomer for the same version, while A's undo has not run
-sql -c "SELECT lance_create_table_version('$(request b)') #>> '{version,version}'" >"$WORK/b.out" 2>&1 &
+# B: a newcomer for the same version, while A's undo has not run.  B must
+# be seen waiting on a lock (pg_stat_activity), not merely still running
+# after a while: on a slow machine a B that never waits could still be on
+# its way after any fixed sleep, and the check would pass for nothing.  The
+# loop ends when B waits or ends; its cap (120 s) only guards against a hang.
+PGAPPNAME=undorace_b sql -c "SELECT lance_create_table_version('$(request b)') #>> '{version,version}'" >"$WORK/b.out" 2>&1 &
 B_PID=$!
-sleep 2
-if kill -0 "$B_PID" 2>/dev/null; then
-	pass "B waits for A's rollback to end before it writes the final manifest"
+b_waits=""
+for _ in $(seq 1200); do
+	b_waits="$(sql -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'undorace_b' AND wait_event_type = 'Lock'")"
+	[[ -n "$b_waits" ]] && break
+	kill -0 "$B_PID" 2>/dev/null || break
+	sleep 0.1
+done
+if [[ -n "$b_waits" ]] && kill -0 "$B_PID" 2>/dev/null; then
+	pass "B waits for A's rollback to end before it writes the final manifest (B waits on $b_waits)"
 else
 	fail "B waits for A's rollback to end before it writes the final manifest" "B: $(cat "$WORK/b.out")"
 fi
