@@ -35,7 +35,10 @@ const SEED = (env.FUZZ_SEED ? Number(env.FUZZ_SEED) : crypto.randomInt(1, 2 ** 3
 const REPORT = env.FUZZ_REPORT || "";
 // an API key of the connecting role (run.sh makes one), sent with some REST requests
 const API_KEY = env.FUZZ_API_KEY || undefined;
-const TIMEOUT_MS = Number(env.FUZZ_STATEMENT_TIMEOUT_MS || 3000);
+// statement_timeout: a request that runs past it is a FAIL (a hang, or work
+// without a bound).  30 s is a margin for the slowest request on a loaded
+// 2-core machine; test/memory, under valgrind, gives 60 s.
+const TIMEOUT_MS = Number(env.FUZZ_STATEMENT_TIMEOUT_MS || 30000);
 if (!ROOT || !OUTSIDE) {
   console.error("fuzz: FUZZ_ROOT and FUZZ_OUTSIDE must be set (run test/fuzz/run.sh)");
   process.exit(2);

@@ -155,8 +155,10 @@ sql -U postgres -d "$DB" -v id="${OTHER:0:16}" <<<"SELECT lance_revoke_api_key(:
 expect "HTTP, that key once revoked" 401 16 -H "x-api-key: $OTHER" "$URL/namespace/gw/list"
 
 # The access log: time, method, path, status, duration, key id; never a key.
-sleep 0.2 # nginx writes its log line after the answer
+# nginx writes its log line after the answer: wait for the 8th (the cap,
+# 60 s, only guards against a hang)
 LOG="$HTTP_PREFIX/access.log"
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= 8)) && break; sleep 0.1; done
 lines="$(wc -l <"$LOG")"
 check "the access log has a line per request" 8 "$lines"
 if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespace/gw/list 200 [0-9]+\.[0-9]{3} key=$KEY_ID$" "$LOG"; then
@@ -209,7 +211,8 @@ else
 	fail "a client that does not trust the certificate does not connect" "got: $answer"
 fi
 expect "plain HTTP to the HTTPS port is refused" 400 - -H "x-api-key: $KEY" "http://127.0.0.1:$TLS_PORT/v1/namespace/gw/list"
-sleep 0.2
+# the line of the HTTPS request, written after its answer (the cap only guards against a hang)
+for _ in $(seq 600); do grep -q " GET /v1/namespace/gw/list 200 " "$TLS_PREFIX/access.log" 2>/dev/null && break; sleep 0.1; done
 if grep -q " GET /v1/namespace/gw/list 200 [0-9.]* key=$KEY_ID$" "$TLS_PREFIX/access.log" &&
 	! grep -qF "${KEY:17}" "$TLS_PREFIX/access.log"; then
 	pass "HTTPS requests are logged with the key's id, never the key"

@@ -29,7 +29,8 @@ cleanup() {
 trap cleanup EXIT
 
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d worker "$@"; }
-# wait_for <seconds> <sql that answers t when done>
+# wait_for <seconds> <sql that answers t when done>: the seconds (120 at every
+# use) only guard against a hang; the check is the state, however slow the machine
 wait_for() {
 	local deadline=$((SECONDS + $1))
 	while ((SECONDS < deadline)); do
@@ -54,7 +55,7 @@ ALTER DATABASE worker SET lance_namespace.local_roots = '$TABLES';
 SQL
 
 # The launcher runs.
-if wait_for 10 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'lance_namespace launcher'"; then
+if wait_for 120 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'lance_namespace launcher'"; then
 	pass "the launcher runs"
 else
 	fail "the launcher runs"
@@ -66,7 +67,7 @@ location="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"gone\"]}') ->
 as_postgres mkdir -p "$location/_versions" "$location/data"
 as_postgres sh -c "echo data > '$location/data/part-0.lance'"
 sql -c "SELECT lance_drop_table('{\"id\": [\"w\", \"gone\"]}')" >/dev/null
-if wait_for 20 "SELECT status = 'Succeeded' FROM lance_catalog.change WHERE operation = 'DropTable' ORDER BY seq DESC LIMIT 1"; then
+if wait_for 120 "SELECT status = 'Succeeded' FROM lance_catalog.change WHERE operation = 'DropTable' ORDER BY seq DESC LIMIT 1"; then
 	pass "the worker processed the queued drop"
 else
 	fail "the worker processed the queued drop"
@@ -104,7 +105,7 @@ as_postgres rm -f "$kept/_refs/tags/back.json"
 plant_leftovers
 stop_cluster "$PGDATA_DIR" >/dev/null
 start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
-deadline=$((SECONDS + 20))
+deadline=$((SECONDS + 120))
 while ((SECONDS < deadline)) && [[ "$(listing)" != "$expected_after" ]]; do
 	sleep 0.2
 done
