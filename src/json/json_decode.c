@@ -20,6 +20,7 @@
  */
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 
@@ -503,7 +504,7 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
 
 /*
  * A jsonb value as a json-c tree owned by the current memory context, read
- * without JSON text in between; nesting is bounded as parse_text bounds it.
+ * without JSON text in between, nesting bounded by LN_MAX_JSON_DEPTH.
  */
 static JsonTree *
 jsonb_tree(Jsonb *jsonb, const char *what)
@@ -530,6 +531,8 @@ nests_deeper(const char *text, int limit)
 
 	for (const char *c = text; *c; c++)
 	{
+		if (((c - text) & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (in_string)
 		{
 			if (*c == '\\' && c[1] != '\0')
