@@ -227,7 +227,7 @@ SELECT count(lance_create_table_version(jsonb_build_object(
            'version', v, 'manifest_path', 'm/' || v))) AS entries
   FROM generate_series(100, 699) v;
 SET track_functions = 'all';
-SELECT pg_stat_reset_single_function_counters('lance_catalog.may_read_change(text[], name)'::regprocedure);
+SELECT pg_stat_reset_single_function_counters('lance_catalog.may_read_change(bigint[], bigint[], regrole, name)'::regprocedure);
 SET ROLE regress_ln_reader;
 SELECT count(*) AS seen, min(versions[1]) AS first, max(versions[1]) AS last,
        bool_and(objects = '{acl$t}') AS only_readable

@@ -113,7 +113,16 @@ CREATE TABLE lance_catalog.change (
     properties     jsonb NOT NULL DEFAULT '{}',
     -- a Queued DropTable: the folder lance_process_drops() removes (apart
     -- from properties, which AlterTransaction may change)
-    drop_location  text
+    drop_location  text,
+    -- (0.5.0) The same by identity, which names cannot give: a namespace or
+    -- role can be dropped and made again under its name, and "$" may be
+    -- part of a name.  Per object the id it had (NULL: unknown, in entries
+    -- made before 0.5.0 for objects gone by then); per object 0 (the root)
+    -- and the ids of the namespaces between the root and it; the caller's
+    -- role (role is its name then).  Readers are judged by these.
+    object_ids     bigint[] NOT NULL DEFAULT '{}',
+    namespace_ids  bigint[] NOT NULL DEFAULT '{}',
+    role_id        regrole
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
@@ -223,7 +232,8 @@ $$;
 -- needs a fresh snapshot, so this runs in READ COMMITTED.  A caller sees the
 -- entries it made and those whose objects it can all read
 -- (lance_catalog.visible_change); the others are passed over, and are no
--- gaps.
+-- gaps; when such entries come last, a row with only seq set (the number
+-- scanned up to) ends the answer, so that the reader's "after" moves on.
 CREATE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
 RETURNS SETOF lance_catalog.change
 LANGUAGE plpgsql VOLATILE
@@ -235,6 +245,7 @@ DECLARE
     found_seq bigint;
     expected bigint;
     returned integer := 0;
+    last_returned bigint := 0;
 BEGIN
     -- A standby cannot see the locks of the primary's writers in flight, so
     -- it cannot tell a gap that will fill from one that will not.
@@ -267,9 +278,18 @@ BEGIN
         IF FOUND THEN
             RETURN NEXT entry;
             returned := returned + 1;
+            last_returned := found_seq;
         END IF;
         expected := found_seq + 1;
     END LOOP;
+    -- Entries passed over after the last one returned: a row that carries
+    -- only the number scanned up to, so that a reader who asks for
+    -- "everything after the last seq I got" moves past them.
+    IF expected - 1 > last_returned AND expected - 1 > after AND returned < max_entries THEN
+        entry := NULL;
+        entry.seq := expected - 1;
+        RETURN NEXT entry;
+    END IF;
 END
 $$;
 
@@ -389,6 +409,10 @@ CREATE TABLE lance_catalog.grant (
     privilege  text NOT NULL CHECK (privilege IN ('read', 'write', 'manage')),
     granted_by regrole,
     granted_at timestamptz NOT NULL DEFAULT now(),
+    -- (0.5.0) the role's name when granted: with the OID, the role's
+    -- identity, so that a grant never passes to a role made later under a
+    -- dropped role's OID (see README, "Security")
+    role_name  name NOT NULL,
     PRIMARY KEY (object_id, role, privilege)
 );
 
@@ -405,7 +429,9 @@ CREATE TABLE lance_catalog.api_key (
     role        regrole NOT NULL,
     key_hash    bytea NOT NULL,
     created_by  regrole,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- (0.5.0) the role's name when the key was made: see grant.role_name
+    role_name   name NOT NULL
 );
 
 COMMENT ON TABLE lance_catalog.api_key IS 'lance_namespace: API keys (hashed) and the roles they act as';
@@ -413,12 +439,14 @@ COMMENT ON TABLE lance_catalog.api_key IS 'lance_namespace: API keys (hashed) an
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.api_key', '');
 
 -- The change log as a caller may read it: the entries it made, and those
--- that touched an object it can read (lance_changes() reads this).
-CREATE FUNCTION lance_catalog.may_read_change(objects text[], role name) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'lance_may_read_change' LANGUAGE C STABLE STRICT;
+-- whose objects it can all read (lance_changes() reads this); judged by
+-- identity, the objects' ids and the role's OID and name.
+CREATE FUNCTION lance_catalog.may_read_change(object_ids bigint[], namespace_ids bigint[],
+                                              role_id regrole, role name) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'lance_may_read_change' LANGUAGE C STABLE;
 CREATE VIEW lance_catalog.visible_change WITH (security_barrier) AS
     SELECT * FROM lance_catalog.change c
-     WHERE lance_catalog.may_read_change(c.objects, c.role);
+     WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
 
 GRANT USAGE ON SCHEMA lance_catalog TO PUBLIC;
 

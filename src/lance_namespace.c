@@ -13,6 +13,7 @@
 #include "http/rest.h"
 #include "maintenance/extension_guard.h"
 #include "maintenance/worker.h"
+#include "sql/roles.h"
 #include "storage/location.h"
 #include "storage/storage.h"
 
@@ -31,5 +32,6 @@ _PG_init(void)
 	rest_init();
 	extension_guard_init();
 	worker_init();
+	roles_init();
 	MarkGUCPrefixReserved("lance_namespace");
 }

@@ -94,16 +94,18 @@ access_require_admin(const char *what)
 						"%s needs a superuser or a member of role " ADMIN_ROLE, what);
 }
 
-/* True if the caller has the privileges of `role` (a name from the catalog). */
+/*
+ * True if the caller has the privileges of the role that made a change
+ * log entry: OID `role` named `name` then.  Identity is both: the OID of a
+ * dropped role can be given to a new one, which is not the one that made
+ * the entry (nor is a role renamed since, as far as the log can tell).
+ */
 bool
-access_acts_for(const char *role)
+access_acts_for(Oid role, const char *name)
 {
-	Oid oid;
-
 	if (caller_is_admin)
 		return true;
-	oid = get_role_oid(role, true);
-	return OidIsValid(oid) && has_privs_of_role(caller, oid);
+	return OidIsValid(role) && catalog_role_is(role, name) && has_privs_of_role(caller, role);
 }
 
 bool

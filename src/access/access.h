@@ -15,7 +15,7 @@ extern const char *access_caller_name(void);
 extern Oid access_list_reader(void);
 extern bool access_is_admin(Oid role);
 extern void access_require_admin(const char *what);
-extern bool access_acts_for(const char *role);
+extern bool access_acts_for(Oid role, const char *name);
 extern bool access_may(int64 object_id, LnPrivilege privilege);
 extern void access_require(int64 object_id, const LnId *id, int len, bool is_namespace,
 						   LnPrivilege privilege);

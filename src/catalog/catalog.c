@@ -18,9 +18,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -29,7 +33,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "../common/error.h"
@@ -198,6 +204,37 @@ catalog_check_schema_version(void)
 						"the catalog is at version %s, the installed library needs %s", version,
 						LN_EXTENSION_VERSION);
 	checked = true;
+}
+
+/*
+ * True if this database holds the extension at the library's version: what
+ * a hook that runs outside the API's calls (a DROP ROLE) checks before it
+ * touches the catalog, where catalog_check_schema_version would refuse.
+ */
+bool
+catalog_is_current(void)
+{
+	Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	bool current = false;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("lance_namespace"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool isnull;
+		Datum version =
+			heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+
+		current = !isnull && strcmp(TextDatumGetCString(version), LN_EXTENSION_VERSION) == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return current;
 }
 
 /*

@@ -79,17 +79,23 @@ extern int64 catalog_delete_versions(int64 table_id, const char *branch, int64 f
 /* The commit log (catalog_changes.c) */
 extern char *catalog_insert_change(const char *operation, int nobjects, char **objects,
 								   const int64 *versions, const bool *has_version, int nnamespaces,
-								   char **namespaces, const LnMap *context, const char *status,
-								   const LnMap *properties, const char *drop_location,
-								   const char *role, int64 *seq);
+								   char **namespaces, const int64 *object_ids, int nnamespace_ids,
+								   const int64 *namespace_ids, const LnMap *context,
+								   const char *status, const LnMap *properties,
+								   const char *drop_location, Oid role_id, const char *role,
+								   int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
-							   LnMap *properties, char **role);
+							   LnMap *properties, char **role, Oid *role_id);
 extern void catalog_set_change(const char *transaction_id, const char *status,
 							   const LnMap *properties);
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 
 /* Privileges and API keys (access.c, grants.c, api_keys.c; catalog_access.c) */
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
+extern bool catalog_may_read_path(int n, const int64 *path, Oid role);
+extern bool catalog_role_is(Oid role, const char *name);
+extern void catalog_forget_role(Oid role);
+extern void catalog_rename_role(Oid role, const char *old_name, const char *new_name);
 extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);
 extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege);
 extern int catalog_list_grants(int64 object_id, char ***roles, char ***privileges);

@@ -22,6 +22,17 @@
 #include "catalog_index.h"
 #include "catalog_internal.h"
 
+/*
+ * A grant counts while its role is the one it was made for: the role with
+ * its OID still has the name it had (grant.role_name).  A role dropped, and
+ * another made later that the OID is given to again, gets nothing; so does
+ * a role renamed in a session that did not have the library loaded (see
+ * catalog_rename_role), until it is granted again.
+ */
+#define GRANT_ROLE_IS_LIVE                                                                         \
+	"EXISTS (SELECT FROM pg_catalog.pg_roles r"                                                    \
+	"         WHERE r.oid = g.role::pg_catalog.oid AND r.rolname = g.role_name)"
+
 /* This file's statements, by their numbers (catalog_internal.h). */
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	/* a grant of one of the privileges $3 to role $2 (or one whose privileges it has) on $1 or
@@ -33,30 +44,73 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
 		 "    WHERE o.parent_id IS NOT NULL)"
 		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
-		 "                 WHERE g.privilege = ANY ($3)"
+		 "                 WHERE g.privilege = ANY ($3) AND " GRANT_ROLE_IS_LIVE
 		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
 		 3,
 		 {INT8OID, OIDOID, TEXTARRAYOID}},
+	/*
+	 * Read on the last object of path $1 (0, the namespaces below the root
+	 * down to it, then it) that is still there: the object itself, or, once it
+	 * is gone, the nearest namespace that was above it.  Ids are never used
+	 * again, so what is found is what the path named.
+	 */
+	[STMT_MAY_READ_PATH] =
+		{"WITH RECURSIVE last(id) AS ("
+		 "   SELECT o.id FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)"
+		 "     JOIN lance_catalog.object o ON o.id = p.id"
+		 "    ORDER BY p.n DESC LIMIT 1),"
+		 " up(id) AS ("
+		 "   SELECT id FROM last"
+		 "   UNION ALL"
+		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
+		 "    WHERE o.parent_id IS NOT NULL)"
+		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
+		 "                 WHERE " GRANT_ROLE_IS_LIVE
+		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
+		 2,
+		 {INT8ARRAYOID, OIDOID}},
+	/* granted again: the row names the role as it is now (see GRANT_ROLE_IS_LIVE) */
 	[STMT_INSERT_GRANT] =
-		{"INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
-		 " VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regrole)"
-		 " ON CONFLICT DO NOTHING RETURNING 1",
+		{"INSERT INTO lance_catalog.grant AS g (object_id, role, privilege, granted_by, role_name)"
+		 " VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regrole,"
+		 "         (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = $2))"
+		 " ON CONFLICT (object_id, role, privilege) DO UPDATE"
+		 "   SET role_name = excluded.role_name, granted_by = excluded.granted_by,"
+		 "       granted_at = excluded.granted_at"
+		 "   WHERE g.role_name <> excluded.role_name"
+		 " RETURNING 1",
 		 4,
 		 {INT8OID, OIDOID, TEXTOID, OIDOID}},
+	[STMT_FORGET_ROLE_GRANTS] =
+		{"DELETE FROM lance_catalog.grant WHERE role = $1::pg_catalog.regrole", 1, {OIDOID}},
+	[STMT_FORGET_ROLE_KEYS] =
+		{"DELETE FROM lance_catalog.api_key WHERE role = $1::pg_catalog.regrole", 1, {OIDOID}},
+	[STMT_RENAME_ROLE] = {"UPDATE lance_catalog.grant SET role_name = $2"
+						  " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
+						  3,
+						  {OIDOID, NAMEOID, NAMEOID}},
+	[STMT_RENAME_ROLE_KEYS] = {"UPDATE lance_catalog.api_key SET role_name = $2"
+							   " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
+							   3,
+							   {OIDOID, NAMEOID, NAMEOID}},
 	[STMT_DELETE_GRANT] = {"DELETE FROM lance_catalog.grant"
 						   " WHERE object_id = $1 AND role = $2::pg_catalog.regrole"
 						   "   AND privilege = $3 RETURNING 1",
 						   3,
 						   {INT8OID, OIDOID, TEXTOID}},
-	[STMT_LIST_GRANTS] = {"SELECT role::text, privilege FROM lance_catalog.grant"
-						  " WHERE object_id = $1 ORDER BY role::text COLLATE \"C\", privilege",
+	[STMT_LIST_GRANTS] = {"SELECT role::text, privilege FROM lance_catalog.grant g"
+						  " WHERE object_id = $1 AND " GRANT_ROLE_IS_LIVE
+						  " ORDER BY role::text COLLATE \"C\", privilege",
 						  1,
 						  {INT8OID}},
-	[STMT_INSERT_API_KEY] = {"INSERT INTO lance_catalog.api_key (id, role, key_hash, created_by)"
-							 " VALUES ($1, $2::pg_catalog.regrole, pg_catalog.sha256($3),"
-							 "         $4::pg_catalog.regrole)",
-							 4,
-							 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
+	[STMT_INSERT_API_KEY] =
+		{"INSERT INTO lance_catalog.api_key"
+		 "       (id, role, key_hash, created_by, role_name)"
+		 " VALUES ($1, $2::pg_catalog.regrole, pg_catalog.sha256($3),"
+		 "         $4::pg_catalog.regrole,"
+		 "         (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = $2))",
+		 4,
+		 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
 	/* a key whose role was dropped since is no key */
 	[STMT_DELETE_API_KEY] = {"DELETE FROM lance_catalog.api_key WHERE id = $1 RETURNING 1",
 							 1,
@@ -100,6 +154,66 @@ catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
 
 	execute(STMT_HAS_PRIVILEGE, values, NULL, 1);
 	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
+}
+
+/*
+ * True if `role` may read the last object of `path` (n ids: 0, the
+ * namespaces below the root, the object) that is still there.
+ */
+bool
+catalog_may_read_path(int n, const int64 *path, Oid role)
+{
+	Datum values[2] = {catalog_int8_array_datum(path, NULL, n), ObjectIdGetDatum(role)};
+	bool isnull;
+
+	execute(STMT_MAY_READ_PATH, values, NULL, 1);
+	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
+}
+
+/* True if role `role` exists and is named `name` (catalog_index.c). */
+bool
+catalog_role_is(Oid role, const char *name)
+{
+	return catalog_index_role_is(role, name);
+}
+
+/*
+ * Remove the grants and API keys of `role`, which is being dropped, if this
+ * database holds a catalog of the library's version; otherwise leave them to
+ * the check that they name a live role (GRANT_ROLE_IS_LIVE).
+ */
+void
+catalog_forget_role(Oid role)
+{
+	Datum values[1] = {ObjectIdGetDatum(role)};
+
+	if (!catalog_is_current())
+		return;
+	catalog_begin();
+	execute(STMT_FORGET_ROLE_GRANTS, values, NULL, 0);
+	execute(STMT_FORGET_ROLE_KEYS, values, NULL, 0);
+	catalog_end();
+}
+
+/* Role `role` was renamed from `old_name` to `new_name`: its grants and keys follow. */
+void
+catalog_rename_role(Oid role, const char *old_name, const char *new_name)
+{
+	Datum values[3] = {ObjectIdGetDatum(role), CStringGetDatum(new_name),
+					   CStringGetDatum(old_name)};
+	NameData new_data;
+	NameData old_data;
+
+	if (!catalog_is_current())
+		return;
+	namestrcpy(&new_data, new_name);
+	namestrcpy(&old_data, old_name);
+	values[1] = NameGetDatum(&new_data);
+	values[2] = NameGetDatum(&old_data);
+	catalog_begin();
+	execute(STMT_RENAME_ROLE, values, NULL, 0);
+	execute(STMT_RENAME_ROLE_KEYS, values, NULL, 0);
+	catalog_end();
 }
 
 /* Grant `privilege` on object_id to `role`; false if it was granted already. */

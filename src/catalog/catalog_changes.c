@@ -22,23 +22,26 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	/* the caller is given: the catalog's statements run as its owner */
 	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
 							"       (operation, objects, versions, namespaces, context, status,"
-							"        properties, drop_location, role)"
+							"        properties, drop_location, role, object_ids, namespace_ids,"
+							"        role_id)"
 							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
-							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name)"
+							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name, $12, $13,"
+							" $14::pg_catalog.regrole)"
 							" RETURNING seq, transaction_id::text",
-							11,
+							14,
 							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID}},
+							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
+							 INT8ARRAYOID, INT8ARRAYOID, OIDOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
-						 "       role::text"
+						 "       role::text, role_id::pg_catalog.oid"
 						 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid",
 						 1,
 						 {TEXTOID}},
 	[STMT_GET_CHANGE_FOR_UPDATE] =
 		{"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 		 "                       FROM pg_catalog.jsonb_each_text(properties)),"
-		 "       role::text"
+		 "       role::text, role_id::pg_catalog.oid"
 		 "  FROM lance_catalog.change WHERE transaction_id = $1::uuid"
 		 " FOR UPDATE",
 		 1,
@@ -72,11 +75,12 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 char *
 catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
 					  const bool *has_version, int nnamespaces, char **namespaces,
+					  const int64 *object_ids, int nnamespace_ids, const int64 *namespace_ids,
 					  const LnMap *context, const char *status, const LnMap *properties,
-					  const char *drop_location, const char *role, int64 *seq)
+					  const char *drop_location, Oid role_id, const char *role, int64 *seq)
 {
-	Datum values[11];
-	char nulls[12] = "           ";
+	Datum values[14];
+	char nulls[15] = "              ";
 	bool isnull;
 
 	values[0] = CStringGetTextDatum(operation);
@@ -90,16 +94,24 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[8] = catalog_text_array_datum(properties->values, properties->len);
 	values[9] = catalog_text_datum_or_null(drop_location, &nulls[9]);
 	values[10] = CStringGetTextDatum(role);
+	values[11] = catalog_int8_array_datum(object_ids, NULL, nobjects);
+	values[12] = catalog_int8_array_datum(namespace_ids, NULL, nnamespace_ids);
+	values[13] = ObjectIdGetDatum(role_id);
 	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(catalog_result_datum(0, 1, &isnull));
 	return catalog_result_text(0, 2);
 }
 
-/* The status, properties and role of a logged transaction; false if there is none. */
+/*
+ * The status, properties and role (its name then, and its OID, InvalidOid if
+ * unknown) of a logged transaction; false if there is none.
+ */
 bool
 catalog_get_change(const char *transaction_id, bool for_update, char **status, LnMap *properties,
-				   char **role)
+				   char **role, Oid *role_id)
 {
+	bool isnull;
+
 	Datum values[1] = {CStringGetTextDatum(transaction_id)};
 
 	execute(for_update ? STMT_GET_CHANGE_FOR_UPDATE : STMT_GET_CHANGE, values, NULL, 1);
@@ -108,6 +120,9 @@ catalog_get_change(const char *transaction_id, bool for_update, char **status, L
 	*status = catalog_result_text(0, 1);
 	*properties = catalog_result_map(0, 2);
 	*role = catalog_result_text(0, 3);
+	*role_id = DatumGetObjectId(catalog_result_datum(0, 4, &isnull));
+	if (isnull)
+		*role_id = InvalidOid;
 	return true;
 }
 

@@ -41,6 +41,7 @@
 #include "access/xact.h"
 #include "storage/lmgr.h"
 #include "utils/syscache.h"
+#include "catalog/pg_authid.h"
 
 #include "catalog_index.h"
 
@@ -81,9 +82,10 @@ enum
 	KEY_ID,
 	KEY_ROLE,
 	KEY_HASH,
+	KEY_ROLE_NAME,
 	KEY_NCOLUMNS
 };
-static const char *const api_key_columns[KEY_NCOLUMNS] = {"id", "role", "key_hash"};
+static const char *const api_key_columns[KEY_NCOLUMNS] = {"id", "role", "key_hash", "role_name"};
 
 enum
 {
@@ -433,14 +435,38 @@ catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
 				differ |= bytes[i] ^ hash[i];
 		}
 		d = heap_getattr(tuple, rels.api_key_attnum[KEY_ROLE], desc, &isnull);
-		if (differ == 0 && !isnull &&
-			SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(DatumGetObjectId(d))))
-			role = DatumGetObjectId(d);
+		if (differ == 0 && !isnull)
+		{
+			Oid key_role = DatumGetObjectId(d);
+			Datum name = heap_getattr(tuple, rels.api_key_attnum[KEY_ROLE_NAME], desc, &isnull);
+
+			/* the key's role, not one made since under its OID */
+			if (!isnull && catalog_index_role_is(key_role, NameStr(*DatumGetName(name))))
+				role = key_role;
+		}
 	}
 	systable_endscan(scan);
 	table_close(api_key, NoLock);
 	end_lookup();
 	return role;
+}
+
+/*
+ * True if role `role` exists and is named `name`: the identity that grants,
+ * API keys and change log entries record.  An OID alone is not one: a
+ * dropped role's OID can be given to a role made later.
+ */
+bool
+catalog_index_role_is(Oid role, const char *name)
+{
+	HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	bool same;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	same = name != NULL && strcmp(NameStr(((Form_pg_authid)GETSTRUCT(tuple))->rolname), name) == 0;
+	ReleaseSysCache(tuple);
+	return same;
 }
 
 /*

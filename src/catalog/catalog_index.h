@@ -32,4 +32,6 @@ extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
 extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,
 									   MemoryContext cxt);
 extern void catalog_index_forget_storage(void);
+extern bool catalog_index_role_is(Oid role, const char *name);
+
 #endif

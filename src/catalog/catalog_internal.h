@@ -56,6 +56,11 @@ typedef enum CatalogStatement
 	STMT_TABLES_EXIST,
 	STMT_LIST_TABLE_LOCATIONS,
 	STMT_HAS_PRIVILEGE,
+	STMT_MAY_READ_PATH,
+	STMT_FORGET_ROLE_GRANTS,
+	STMT_FORGET_ROLE_KEYS,
+	STMT_RENAME_ROLE,
+	STMT_RENAME_ROLE_KEYS,
 	STMT_INSERT_GRANT,
 	STMT_DELETE_GRANT,
 	STMT_LIST_GRANTS,
@@ -78,7 +83,7 @@ typedef struct StatementDef
 {
 	const char *sql;
 	int nargs;
-	Oid argtypes[12];
+	Oid argtypes[14];
 } StatementDef;
 
 /*
@@ -102,5 +107,7 @@ extern Datum catalog_text_array_datum(char **strings, int n);
 extern Datum catalog_nullable_text_array_datum(char **strings, int n);
 extern Datum catalog_int8_array_datum(const int64 *values, const bool *present, int n);
 extern Datum catalog_text_datum_or_null(const char *s, char *null);
+
+extern bool catalog_is_current(void);
 
 #endif /* LN_CATALOG_INTERNAL_H */

@@ -33,12 +33,15 @@
 /*
  * The objects role $N may read: those it (or a role whose privileges it
  * has) holds a grant on, and everything below them: the listings' filter.
+ * A grant counts for the role it was made for, by OID and name (see
+ * catalog_access.c).
  */
 #define READABLE_BY(role)                                                                          \
 	"(WITH RECURSIVE down(id) AS ("                                                                \
 	"   SELECT g.object_id FROM lance_catalog.grant g"                                             \
-	"    WHERE g.role IN (SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles r"             \
-	"                      WHERE pg_catalog.pg_has_role(" role ", r.oid, 'USAGE'))"                \
+	"    WHERE (g.role, g.role_name) IN (SELECT r.oid::pg_catalog.regrole, r.rolname"              \
+	"                                      FROM pg_catalog.pg_roles r"                             \
+	"                                     WHERE pg_catalog.pg_has_role(" role ", r.oid, 'USAGE'))" \
 	"   UNION"                                                                                     \
 	"   SELECT c.id FROM lance_catalog.object c JOIN down ON c.parent_id = down.id)"               \
 	" SELECT down.id FROM down)"
@@ -98,8 +101,9 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "          pg_catalog.jsonb_object($4, $5), $6, $7, $9)"
 		 "  ON CONFLICT (parent_id, name) DO NOTHING RETURNING id),"
 		 " granted AS ("
-		 "  INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by)"
-		 "  SELECT made.id, $8::pg_catalog.regrole, 'manage', $8::pg_catalog.regrole FROM made)"
+		 "  INSERT INTO lance_catalog.grant (object_id, role, privilege, granted_by, role_name)"
+		 "  SELECT made.id, $8::pg_catalog.regrole, 'manage', $8::pg_catalog.regrole, r.rolname"
+		 "    FROM made, pg_catalog.pg_roles r WHERE r.oid = $8)"
 		 " SELECT id FROM made",
 		 9,
 		 {INT8OID, BOOLOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, BOOLOID, OIDOID,

@@ -41,6 +41,8 @@ typedef struct ChangeState
 	int64 *versions;
 	bool *has_version;
 	bool *is_namespace;
+	int64 *object_ids;
+	LnId *paths; /* each object's names, to find the namespaces above it */
 	const char *status;
 	LnMap properties;
 	const char *drop_location;
@@ -72,38 +74,48 @@ changes_begin(void)
 	change.properties = ln_empty_map();
 }
 
+/* A copy of `old` (n elements of `size` bytes) in an array of `capacity`. */
+static void *
+grown(void *old, int n, int capacity, Size size)
+{
+	void *array = palloc(size * capacity);
+
+	if (n > 0)
+		memcpy(array, old, size * n);
+	return array;
+}
+
 /*
- * Note that the current call changed the object named by the first `len`
- * names of `id`: a namespace, or a table (and its `version`, or -1).
+ * Note that the current call changed object `object_id`, named by the
+ * first `len` names of `id`: a namespace, or a table (and its `version`, or
+ * -1).  The id is the caller's: a dropped object is no longer there to find.
  */
 void
-changes_touch(const LnId *id, int len, bool is_namespace, int64 version)
+changes_touch(const LnId *id, int len, bool is_namespace, int64 version, int64 object_id)
 {
-	if (change.nobjects == change.capacity)
+	int n = change.nobjects;
+
+	if (n == change.capacity)
 	{
 		int capacity = Max(8, change.capacity * 2);
-		char **objects = palloc(sizeof(char *) * capacity);
-		int64 *versions = palloc(sizeof(int64) * capacity);
-		bool *has_version = palloc(sizeof(bool) * capacity);
-		bool *namespaces = palloc(sizeof(bool) * capacity);
 
-		if (change.nobjects > 0)
-		{
-			memcpy(objects, change.objects, sizeof(char *) * change.nobjects);
-			memcpy(versions, change.versions, sizeof(int64) * change.nobjects);
-			memcpy(has_version, change.has_version, sizeof(bool) * change.nobjects);
-			memcpy(namespaces, change.is_namespace, sizeof(bool) * change.nobjects);
-		}
-		change.objects = objects;
-		change.versions = versions;
-		change.has_version = has_version;
-		change.is_namespace = namespaces;
+		change.objects = grown(change.objects, n, capacity, sizeof(char *));
+		change.versions = grown(change.versions, n, capacity, sizeof(int64));
+		change.has_version = grown(change.has_version, n, capacity, sizeof(bool));
+		change.is_namespace = grown(change.is_namespace, n, capacity, sizeof(bool));
+		change.object_ids = grown(change.object_ids, n, capacity, sizeof(int64));
+		change.paths = grown(change.paths, n, capacity, sizeof(LnId));
 		change.capacity = capacity;
 	}
-	change.objects[change.nobjects] = ln_id_string(id, len);
-	change.versions[change.nobjects] = version;
-	change.has_version[change.nobjects] = version >= 0;
-	change.is_namespace[change.nobjects] = is_namespace;
+	change.objects[n] = ln_id_string(id, len);
+	change.versions[n] = version;
+	change.has_version[n] = version >= 0;
+	change.is_namespace[n] = is_namespace;
+	change.object_ids[n] = object_id;
+	change.paths[n].len = len;
+	change.paths[n].names = palloc(sizeof(char *) * (len + 1));
+	for (int i = 0; i < len; i++)
+		change.paths[n].names[i] = pstrdup(id->names[i]);
 	change.nobjects++;
 }
 
@@ -180,6 +192,56 @@ touched_namespaces(char ***namespaces)
 }
 
 /*
+ * The namespaces above each touched object by id: per object 0 (the root)
+ * and the ids of the namespaces between the root and it, found by name
+ * when the call records its entry (they are there: the call holds a lock on
+ * the namespace it worked in, which a drop of any namespace above needs).
+ * A prefix shared with the object before is looked up once.
+ */
+static int
+namespace_ids(int64 **ids)
+{
+	int n = 0;
+	int capacity = 8;
+	const LnId *previous = NULL;
+	int64 *previous_ids = NULL;
+
+	*ids = palloc(sizeof(int64) * capacity);
+	for (int i = 0; i < change.nobjects; i++)
+	{
+		const LnId *path = &change.paths[i];
+		int above = Max(path->len - 1, 0);
+		int64 *chain = palloc(sizeof(int64) * (above + 1));
+		int64 parent = CATALOG_ROOT_ID;
+
+		chain[0] = CATALOG_ROOT_ID;
+		for (int k = 0; k < above; k++)
+		{
+			bool is_table;
+
+			CHECK_FOR_INTERRUPTS();
+			if (previous != NULL && k < previous->len - 1 &&
+				strcmp(previous->names[k], path->names[k]) == 0 && chain[k] == previous_ids[k])
+				chain[k + 1] = previous_ids[k + 1];
+			else if (!catalog_lookup_child_id(parent, path->names[k], &chain[k + 1], &is_table))
+				elog(ERROR, "lance_namespace: namespace \"%s\" of a change is missing",
+					 ln_id_string(path, k + 1));
+			parent = chain[k + 1];
+		}
+		if (n + above + 1 > capacity)
+		{
+			capacity = Max(capacity * 2, n + above + 1);
+			*ids = repalloc(*ids, sizeof(int64) * capacity);
+		}
+		memcpy(*ids + n, chain, sizeof(int64) * (above + 1));
+		n += above + 1;
+		previous = path;
+		previous_ids = chain;
+	}
+	return n;
+}
+
+/*
  * Record the current call in the log if it changed anything, and return
  * its transaction id (NULL if it changed nothing).
  */
@@ -189,11 +251,14 @@ changes_record(const char *operation, const LnMap *context)
 	LOCKTAG gate;
 	char **namespaces;
 	int nnamespaces;
+	int64 *ns_ids;
+	int nns_ids;
 	char *volatile transaction_id = NULL;
 
 	if (change.nobjects == 0)
 		return NULL;
 	nnamespaces = touched_namespaces(&namespaces);
+	nns_ids = namespace_ids(&ns_ids);
 
 	set_lock_tag(&gate, CHANGE_GATE_LOCK, 0);
 	(void)LockAcquire(&gate, ShareLock, true, false);
@@ -203,8 +268,9 @@ changes_record(const char *operation, const LnMap *context)
 
 		transaction_id = catalog_insert_change(
 			operation, change.nobjects, change.objects, change.versions, change.has_version,
-			nnamespaces, namespaces, context, change.status, &change.properties,
-			change.drop_location, access_caller_name(), &number);
+			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, change.status,
+			&change.properties, change.drop_location, access_caller(), access_caller_name(),
+			&number);
 		if (MyProc->lxid != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */

@@ -9,7 +9,8 @@
 
 extern void changes_init(void);
 extern void changes_begin(void);
-extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version);
+extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 version,
+						  int64 object_id);
 extern void changes_queue_drop(const char *location);
 extern void changes_set_properties(const LnMap *properties);
 extern char *changes_record(const char *operation, const LnMap *context);

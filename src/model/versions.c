@@ -301,7 +301,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 			storage_materialize_manifest(&e[i].copy);
 		}
 		out[e[i].index] = rows[i].version;
-		changes_touch(&e[i].req->id, e[i].req->id.len, false, e[i].req->version);
+		changes_touch(&e[i].req->id, e[i].req->id.len, false, e[i].req->version, e[i].table_id);
 	}
 	if (name_elements)
 		ln_error_set_element(NULL);

@@ -109,10 +109,12 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	resp->properties = properties;
 	for (;;)
 	{
-		if (catalog_insert_object(parent.id, false, name, &properties, NULL, false, false,
-								  access_caller()) != 0)
+		int64 id = catalog_insert_object(parent.id, false, name, &properties, NULL, false, false,
+										 access_caller());
+
+		if (id != 0)
 		{
-			changes_touch(&req->id, req->id.len, true, -1);
+			changes_touch(&req->id, req->id.len, true, -1, id);
 			return;
 		}
 		/* the name is taken; by what, now that the one who took it has committed */
@@ -145,7 +147,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",
 						 ln_id_string(&req->id, req->id.len));
 			catalog_set_properties(existing.id, &properties);
-			changes_touch(&req->id, req->id.len, true, -1);
+			changes_touch(&req->id, req->id.len, true, -1, existing.id);
 			break;
 	}
 }
@@ -221,7 +223,7 @@ op_drop_namespace(const LnRequest *req, LnResponse *resp)
 	}
 	else
 		catalog_delete_subtree(ns.id);
-	changes_touch(&req->id, req->id.len, true, -1);
+	changes_touch(&req->id, req->id.len, true, -1, ns.id);
 
 	resp->fields = LN_RESP_PROPERTIES;
 	resp->properties = ns.properties;

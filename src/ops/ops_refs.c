@@ -186,7 +186,7 @@ write_tag(const LnRequest *req, bool create)
 		ln_error(create ? LN_TABLE_TAG_ALREADY_EXISTS : LN_TABLE_TAG_NOT_FOUND,
 				 "tag \"%s\" of table \"%s\" %s", req->tag, ln_id_string(&req->id, req->id.len),
 				 create ? "already exists" : "does not exist");
-	changes_touch(&req->id, req->id.len, false, req->version);
+	changes_touch(&req->id, req->id.len, false, req->version, table.id);
 }
 
 void
@@ -215,7 +215,7 @@ op_delete_table_tag(const LnRequest *req, LnResponse *resp)
 	if (!storage_delete_ref(table.location, "tags", req->tag))
 		ln_error(LN_TABLE_TAG_NOT_FOUND, "tag \"%s\" of table \"%s\" does not exist", req->tag,
 				 ln_id_string(&req->id, req->id.len));
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, table.id);
 	resp->fields = 0;
 }
 
@@ -343,7 +343,7 @@ op_create_table_branch(const LnRequest *req, LnResponse *resp)
 		ln_error(LN_TABLE_BRANCH_ALREADY_EXISTS,
 				 "branch \"%s\" of table \"%s\" already has versions in the catalog", req->name,
 				 ln_id_string(&req->id, req->id.len));
-	changes_touch(&req->id, req->id.len, false, fork.version);
+	changes_touch(&req->id, req->id.len, false, fork.version, table.id);
 	resp->fields = 0;
 }
 
@@ -401,6 +401,6 @@ op_delete_table_branch(const LnRequest *req, LnResponse *resp)
 	(void)storage_delete_ref(table.location, "branches", req->name);
 	storage_delete_branch_data(table.location, req->name, has_children);
 	(void)catalog_delete_versions(table.id, req->name, 0, PG_INT64_MAX);
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, table.id);
 	resp->fields = 0;
 }

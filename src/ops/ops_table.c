@@ -254,7 +254,7 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 		CHECK_FOR_INTERRUPTS();
 	}
 	check_location_free(req, table.location, table.id);
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, table.id);
 	describe_table_entry(req, &table, resp);
 }
 
@@ -293,7 +293,7 @@ op_register_table(const LnRequest *req, LnResponse *resp)
 		CHECK_FOR_INTERRUPTS();
 	}
 	check_location_free(req, req->location, id);
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, id);
 
 	resp->fields = LN_RESP_LOCATION | LN_RESP_PROPERTIES;
 	resp->location = req->location;
@@ -383,7 +383,7 @@ remove_table_entry(const LnRequest *req, LnResponse *resp, CatalogObject *table)
 	ln_require_table_id(req);
 	objects_get_table(&req->id, CATALOG_FOR_UPDATE, table);
 	catalog_delete_object(table->id);
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, table->id);
 
 	resp->fields = LN_RESP_ID | LN_RESP_LOCATION | LN_RESP_PROPERTIES;
 	resp->id = req->id;
@@ -473,13 +473,13 @@ op_rename_table(const LnRequest *req, LnResponse *resp)
 					 ln_id_string(&req->id, req->id.len), req->new_table_name);
 		CHECK_FOR_INTERRUPTS();
 	}
-	changes_touch(&req->id, req->id.len, false, -1);
+	changes_touch(&req->id, req->id.len, false, -1, table.id);
 	{
 		LnId renamed = {target_len + 1, palloc(sizeof(char *) * (target_len + 1))};
 
 		memcpy(renamed.names, target_id->names, sizeof(char *) * target_len);
 		renamed.names[target_len] = req->new_table_name;
-		changes_touch(&renamed, renamed.len, false, -1);
+		changes_touch(&renamed, renamed.len, false, -1, table.id);
 	}
 	resp->fields = 0;
 }

@@ -57,10 +57,11 @@ static void
 get_transaction(const char *id, bool for_update, LnResponse *resp)
 {
 	char *role;
+	Oid role_id;
 
 	/* a caller sees and changes the entries of its own roles, as if no others existed */
-	if (!catalog_get_change(id, for_update, &resp->status, &resp->properties, &role) ||
-		!access_acts_for(role))
+	if (!catalog_get_change(id, for_update, &resp->status, &resp->properties, &role, &role_id) ||
+		!access_acts_for(role_id, role))
 		ln_error(LN_TRANSACTION_NOT_FOUND, "transaction \"%s\" does not exist", id);
 	resp->fields = LN_RESP_STATUS | LN_RESP_PROPERTIES;
 }

@@ -158,7 +158,7 @@ op_batch_delete_table_versions(const LnRequest *req, LnResponse *resp)
 				catalog_delete_versions(table.id, branch, r->start_version, last);
 	}
 	if (resp->deleted_count > 0)
-		changes_touch(&req->id, req->id.len, false, -1);
+		changes_touch(&req->id, req->id.len, false, -1, table.id);
 	else
 	{
 		bool exists;

@@ -91,7 +91,7 @@ grant_or_revoke(Jsonb *request, bool grant)
 		properties.values[0] = role_name;
 		properties.keys[1] = "privilege";
 		properties.values[1] = privilege_name;
-		changes_touch(&id, id.len, is_namespace, -1);
+		changes_touch(&id, id.len, is_namespace, -1, object);
 		changes_set_properties(&properties);
 	}
 	transaction_id = changes_record(grant ? "Grant" : "Revoke", &no_context);
@@ -199,64 +199,102 @@ readable_paths(void)
 	return readable_cache;
 }
 
-/* Whether the caller may read the object path `text` names (catalog session open). */
+/*
+ * Whether the caller may read the last object of `path` (n ids: 0, the
+ * namespaces below the root, the object) that is still there (catalog
+ * session open).
+ */
 static bool
-may_read_path_text(const char *text)
+may_read_path(int n, const int64 *path)
 {
 	HTAB *cache = NULL;
-	ReadableEntry *entry;
+	ReadableEntry *entry = NULL;
+	char key[READABLE_KEY_SIZE];
 	bool readable;
-	LnId id;
+	int len = 0;
 
-	if (strlen(text) < READABLE_KEY_SIZE)
+	for (int i = 0; i < n && len >= 0; i++)
+	{
+		int w = snprintf(key + len, sizeof(key) - len, "%s" INT64_FORMAT, i ? "/" : "", path[i]);
+
+		len = (w < 0 || w >= (int)sizeof(key) - len) ? -1 : len + w;
+	}
+	if (len >= 0)
 	{
 		cache = readable_paths();
-		entry = hash_search(cache, text, HASH_FIND, NULL);
+		entry = hash_search(cache, key, HASH_FIND, NULL);
 		if (entry != NULL)
 			return entry->readable;
 	}
-	id = ln_id_parse(text);
-	readable = access_may_read_path(&id);
+	readable = catalog_may_read_path(n, path, access_caller());
 	/* kept once answered: an error leaves no entry without an answer */
 	if (cache != NULL && hash_get_num_entries(cache) < READABLE_MAX_PATHS)
 	{
-		entry = hash_search(cache, text, HASH_ENTER, NULL);
+		entry = hash_search(cache, key, HASH_ENTER, NULL);
 		entry->readable = readable;
 	}
 	return readable;
 }
 
 /*
- * lance_catalog.may_read_change(objects, role): whether the current user
- * may read a change log entry: one it (or a role whose privileges it has)
- * made, or one whose objects it can all read now (for an object gone since,
- * the namespace it was in).  Called per entry by the view
- * lance_catalog.visible_change.
+ * lance_catalog.may_read_change(object_ids, namespace_ids, role_id, role):
+ * whether the current user may read a change log entry: one made by a role
+ * it has the privileges of (the role with that OID, still under that name),
+ * or one whose objects it can all read now, by id (for an object gone
+ * since, the nearest namespace above it that is still there).  Called per
+ * entry by the view lance_catalog.visible_change.
  */
 PG_FUNCTION_INFO_V1(lance_may_read_change);
 Datum
 lance_may_read_change(PG_FUNCTION_ARGS)
 {
-	ArrayType *objects = PG_GETARG_ARRAYTYPE_P(0);
-	Name role = PG_GETARG_NAME(1);
-	Datum *names;
-	bool *nulls;
-	int n;
-	bool may = false;
+	ArrayType *object_ids;
+	ArrayType *namespace_ids;
+	Datum *objects;
+	bool *object_nulls;
+	int nobjects;
+	Datum *above;
+	bool *above_nulls;
+	int nabove;
+	int64 *path;
+	int start = 0;
+	bool may;
 
 	access_begin();
-	if (access_acts_for(NameStr(*role)))
+	if (!PG_ARGISNULL(2) && !PG_ARGISNULL(3) &&
+		access_acts_for(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3))))
 		PG_RETURN_BOOL(true);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_BOOL(false);
+	object_ids = PG_GETARG_ARRAYTYPE_P(0);
+	namespace_ids = PG_GETARG_ARRAYTYPE_P(1);
+	deconstruct_array(object_ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &objects,
+					  &object_nulls, &nobjects);
+	deconstruct_array(namespace_ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &above,
+					  &above_nulls, &nabove);
+	path = palloc(sizeof(int64) * (nabove + 1));
 
 	/* every object it touched, so that an entry shows no name the caller may not see */
-	deconstruct_array(objects, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &n);
-	may = n > 0;
+	may = nobjects > 0;
 	catalog_begin();
-	for (int i = 0; i < n && may; i++)
+	for (int k = 0; k < nobjects && may; k++)
 	{
+		int n = 0;
+
 		CHECK_FOR_INTERRUPTS();
-		if (!nulls[i])
-			may = may_read_path_text(TextDatumGetCString(names[i]));
+		/* object k's namespaces: from its 0 (the root) up to the next object's */
+		if (start >= nabove || above_nulls[start] || DatumGetInt64(above[start]) != CATALOG_ROOT_ID)
+		{
+			may = false; /* not an entry this version wrote: shown to no one but admins */
+			break;
+		}
+		do
+			path[n++] = DatumGetInt64(above[start++]);
+		while (start < nabove && !above_nulls[start] &&
+			   DatumGetInt64(above[start]) != CATALOG_ROOT_ID);
+		if (!object_nulls[k])
+			path[n++] = DatumGetInt64(objects[k]);
+		may = may_read_path(n, path);
 	}
 	catalog_end();
 	PG_RETURN_BOOL(may);
