@@ -384,7 +384,7 @@ SELECT lance_drop_namespace('{"id": ["acl_tx"]}') ? 'transaction_id' AS dropped;
 DROP OWNED BY regress_ln_evil;
 DROP ROLE regress_ln_none, regress_ln_reader, regress_ln_writer, regress_ln_manager, regress_ln_admin,
     regress_ln_gateway, regress_ln_one_table, regress_ln_evil;
--- a key whose role is gone is no key; revoke keys (and grants) before a DROP ROLE
+-- a key whose role is gone is no key: DROP ROLE removed it with the role
 SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL,
                                              jsonb_build_object('x-api-key', :'writer_key'));
 SELECT lance_revoke_api_key(:'writer_key') AS revoked;

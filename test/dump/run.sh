@@ -267,7 +267,8 @@ SELECT lance_list_table_branches('{"id": ["prod", "m"]}');
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(
        (SELECT transaction_id::text FROM lance_catalog.change ORDER BY seq LIMIT 1))));
 SELECT status || ' ' || response_body FROM lance_rest('POST', '/v1/table/prod%24vision%24renamed/describe', NULL, NULL, NULL);
-SELECT json_agg(c ORDER BY c.seq) FROM lance_changes() c;
+-- (without the members 0.5.0 added, the entries' identities: checked apart after the update)
+SELECT json_agg(to_jsonb(c) - '{object_ids,namespace_ids,role_id}'::text[] ORDER BY c.seq) FROM lance_changes() c;
 SQL
 }
 # The catalog works: the next version, a new namespace, the log continues.
@@ -465,6 +466,10 @@ same "the updated extension's objects are those of a fresh CREATE EXTENSION ($(s
 # feed's drop_location, which 0.1.0 did not keep
 same "the read API answers after the update as the original" \
 	"$(grep -v '^\[{"seq"' <<<"$SRC_ANSWERS")" "$(answers_of upg 2>&1 | grep -v '^\[{"seq"')"
+# the update gives every entry its identities: an id per object, the root
+# first in each object's namespaces, the role that has the entry's name
+same "the update gives every change log entry its object ids and role OID" "0 t" \
+	"$(D upg -c "SELECT count(*) FROM lance_catalog.change WHERE cardinality(object_ids) <> cardinality(objects) OR namespace_ids[1] <> 0 OR role_id::text <> role::text" -c "SELECT bool_and(c.object_ids[1] = o.id) FROM lance_catalog.change c JOIN lance_catalog.object o ON o.parent_id = 0 AND o.name = 'prod' WHERE c.objects = '{prod}'" | tr '\n' ' ' | sed 's/ $//')"
 check_works upg "updated catalog"
 
 # ---------------------------------------------------------------------------
