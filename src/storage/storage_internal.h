@@ -107,6 +107,7 @@ extern bool storage_final_name_shared(const char *path);
 extern void storage_wait_final_name(const char *path);
 extern void storage_lock_final_name_exact(const char *path);
 extern void storage_unlock_final_name_exact(const char *path);
+extern const char *storage_server_os_user(void);
 extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
 extern char *storage_root_of(const char *path);
 extern char *storage_leftover_name(const char *leaf, const char *mark);

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,12 +185,50 @@ storage_leftover_name(const char *leaf, const char *mark)
 	return psprintf("%s%s%s-%08x", leaf, mark, transaction_tag(), nonce);
 }
 
+/* The name of the OS user the server runs as, for messages about file access. */
+const char *
+storage_server_os_user(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	return pw != NULL ? pstrdup(pw->pw_name) : psprintf("%u", (unsigned)geteuid());
+}
+
+/*
+ * Raise the error of a failed file operation `what` on `path`.  Whatever the
+ * caller can act on is code 13: a name or a path the file system cannot
+ * take, and a folder the server may not use, as when a client runs as
+ * another OS user than the server and makes the table's folders its own.
+ * The storage failing (an I/O error, a full disk) is code 17: nothing
+ * commits, and a retry may succeed.  Anything else is the server's (18).
+ */
 void
 storage_io_error(const char *what, const char *path, int err)
 {
-	/* a name or a path the file system cannot take is the request's, not ours */
 	if (err == ENAMETOOLONG || err == ELOOP)
 		ln_error(LN_INVALID_INPUT, "could not %s \"%s\": %s", what, path, strerror(err));
+	if (err == EACCES || err == EPERM)
+	{
+		/* the folder an "open folder" or a "list" names, else the one the file is in */
+		bool is_folder = strncmp(what, "open folder", 11) == 0 || strcmp(what, "list") == 0;
+		const char *slash = strrchr(path, '/');
+		char *folder = is_folder || slash == NULL ? pstrdup(path)
+					   : slash == path			  ? pstrdup("/")
+												  : pnstrdup(path, slash - path);
+		const char *user = storage_server_os_user();
+
+		ln_error_detail(LN_INVALID_INPUT,
+						psprintf("Let OS user \"%s\" read and write folder \"%s\" (e.g. make it "
+								 "the owner, or run the client as that user).",
+								 user, folder),
+						"could not %s \"%s\": %s: the server runs as OS user \"%s\", which may "
+						"not use folder \"%s\"",
+						what, path, strerror(err), user, folder);
+	}
+	if (err == EIO || err == ENOSPC || err == EDQUOT)
+		ln_error_detail(LN_SERVICE_UNAVAILABLE,
+						"Nothing was committed; retry once the storage works again.",
+						"could not %s \"%s\": %s", what, path, strerror(err));
 	ln_error(LN_INTERNAL, "could not %s \"%s\": %s", what, path, strerror(err));
 }
 

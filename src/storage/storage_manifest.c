@@ -173,6 +173,39 @@ local_check_manifest(const char *location, const char *branch, int64 version, bo
 }
 
 /*
+ * The staging manifest `path` could not be opened (errno `err`): what the
+ * caller made of it between the check and now is the caller's problem
+ * (code 13, naming it), as is a file the server may not read; anything else
+ * is storage_io_error's.
+ */
+static void
+staging_open_error(const char *path, int err)
+{
+	switch (err)
+	{
+		case ENOENT:
+		case ENOTDIR:
+			ln_error(LN_INVALID_INPUT,
+					 "staging manifest \"%s\" does not exist (it was removed or renamed)", path);
+		case EISDIR:
+		case ENXIO:
+		case ELOOP:
+			ln_error(LN_INVALID_INPUT, "staging manifest \"%s\" is not a regular file", path);
+		case EACCES:
+		case EPERM:
+			ln_error_detail(LN_INVALID_INPUT,
+							psprintf("Let OS user \"%s\" read the table's files (e.g. run the "
+									 "client as that user).",
+									 storage_server_os_user()),
+							"staging manifest \"%s\" cannot be read: %s: the server runs as OS "
+							"user \"%s\"",
+							path, strerror(err), storage_server_os_user());
+		default:
+			storage_io_error("open staging manifest", path, err);
+	}
+}
+
+/*
  * The status of the staging manifest open at `fd`, which must be a regular
  * file: whatever its name pointed at when it was opened (`path`, for
  * messages).
@@ -203,13 +236,17 @@ copy_file_flushed(int dirfd, const char *src, const char *dst, const char *src_p
 	struct stat st;
 
 	if (in < 0)
-		storage_io_error("open staging manifest", src_path, errno);
+		staging_open_error(src_path, errno);
 	stat_staging_file(in, src_path, &st);
 	out = fs_open_at(dirfd, dst, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, 0600);
 	if (out < 0)
 		storage_io_error("create", dst_path, errno);
-	/* readers of the table read the final manifest as they could read the staged one */
-	if (fchmod(out, st.st_mode & 0777) != 0)
+	/*
+	 * Readers of the table read the final manifest as they could read the
+	 * staged one; the server keeps the right to write its own file (a
+	 * staging file may have lost it, see flush_staging_file).
+	 */
+	if (fchmod(out, (st.st_mode & 0777) | S_IWUSR) != 0)
 		storage_io_error("set the mode of", dst_path, errno);
 
 	while ((n = read(in, buf, sizeof(buf))) != 0)
@@ -257,6 +294,34 @@ link_open_file(int fd, int dirfd, const char *leaf)
 }
 
 /*
+ * Flush the staging manifest open at `fd` (status `st`) before it is linked.
+ * A failure (a writeback error: the kernel may have dropped pages that never
+ * reached the disk, and a later fsync reports success) fails this commit,
+ * code 17, and marks the file so that no commit links it again, in any
+ * session, before or after a restart: it loses its owner's write
+ * permission, and link_staging_manifest copies a file the server may not
+ * write.  A copy is a new file, written from what the staging file reads
+ * now, and flushed itself.
+ */
+static void
+flush_staging_file(int fd, const char *path, const struct stat *st)
+{
+	int err;
+
+	if (pg_fsync(fd) == 0)
+		return;
+	err = errno;
+	if (fchmod(fd, st->st_mode & 0777 & ~(S_IWUSR | S_IWGRP | S_IWOTH)) != 0)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("lance_namespace: could not mark staging manifest \"%s\" to be copied: %m",
+						path)));
+	ln_error_detail(LN_SERVICE_UNAVAILABLE,
+					"Nothing was committed; retry the commit (the catalog then copies the file).",
+					"could not flush staging manifest \"%s\": %s", path, strerror(err));
+}
+
+/*
  * Make the staging manifest the final one without copying it: flush the
  * staging file (Lance does not), then link that file, as it was checked, to
  * the final name, replacing an orphan through `temp_leaf`.  The final name
@@ -285,7 +350,7 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 				   errno == EWOULDBLOCK))
 		return false;
 	if (in < 0)
-		storage_io_error("open staging manifest", copy->staging_file, errno);
+		staging_open_error(copy->staging_file, errno);
 	stat_staging_file(in, copy->staging_file, &st);
 
 	/*
@@ -298,8 +363,7 @@ link_staging_manifest(int dirfd, const ManifestCopy *copy, const char *final_lea
 		fs_close(in);
 		return false;
 	}
-	if (pg_fsync(in) != 0)
-		storage_io_error("flush", copy->staging_file, errno);
+	flush_staging_file(in, copy->staging_file, &st);
 	/* the size the version records is that of the file flushed */
 	if (fstat(in, &st) != 0)
 		storage_io_error("stat", copy->staging_file, errno);
