@@ -133,6 +133,10 @@ SELECT lance_describe_namespace('{"id": ["acl"]}');
 SELECT lance_describe_namespace('{"id": ["no_such_namespace"]}');
 SELECT lance_list_tables('{"id": ["acl"]}');
 SELECT lance_list_tables('{"id": ["acl_other"]}');
+-- the root exists for every caller: making something in it without write
+-- on it is code 15, not a root that "does not exist"
+SELECT lance_create_namespace('{"id": ["acl_top"]}');
+SELECT lance_declare_table('{"id": ["acl_top_table"]}');
 RESET ROLE;
 SET ROLE regress_ln_reader;
 SELECT lance_list_namespaces('{"id": []}');

@@ -10,7 +10,8 @@
  *
  * What a caller cannot read does not exist for it: describing it, or
  * anything below it, answers not-found, as for a name nobody uses, so that
- * names do not leak.  What it can read but not change answers code 15.  A
+ * names do not leak.  What it can read but not change answers code 15, and
+ * so does the root namespace, which exists for every caller.  A
  * batch that touches one object the caller may not write fails whole with
  * code 15.
  */
@@ -207,7 +208,8 @@ check_object(const LnId *id, int len, bool is_namespace, LnPrivilege privilege, 
 	}
 	if (access_may(object, privilege))
 		return;
-	if (in_batch || (privilege != LN_PRIV_READ && access_may(object, LN_PRIV_READ)))
+	/* the root exists for every caller (it is where each starts): no name to hide */
+	if (in_batch || len == 0 || (privilege != LN_PRIV_READ && access_may(object, LN_PRIV_READ)))
 		raise_denied(id, len, is_namespace, privilege);
 	raise_not_found(id, len, is_namespace);
 }
