@@ -560,6 +560,25 @@ SELECT rtrim(pg_read_file('/tmp/lance_namespace_changes/root/nest/inner.lance/da
        pg_temp.present('/tmp/lance_namespace_changes/root/around/in.lance') AS in_present,
        pg_temp.present('/tmp/lance_namespace_changes/root') AS root_present;
 SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
+
+-- A drop that ended Failed is retried once what failed it is gone:
+-- lance_retry_drops() (administrators only) queues it again, and the next
+-- round removes the folder.  "again" failed above: "again2" used its folder.
+SELECT pg_temp.shown(lance_drop_table('{"id": ["ch_local", "again2"]}'));
+SELECT status, properties ->> 'reason' AS reason FROM log
+ WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
+CREATE ROLE regress_ln_retry_nobody;
+SET ROLE regress_ln_retry_nobody;
+SELECT lance_retry_drops();
+RESET ROLE;
+DROP ROLE regress_ln_retry_nobody;
+SELECT lance_retry_drops() >= 1 AS requeued;
+SELECT status FROM log WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
+SELECT lance_process_drops() >= 1 AS processed;
+SELECT status, properties ->> 'reason' AS reason FROM log
+ WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
+SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/again.lance') AS again_present;
+
 SELECT lance_drop_namespace('{"id": ["ch_local"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_changes
 SET lance_namespace.local_roots = '';

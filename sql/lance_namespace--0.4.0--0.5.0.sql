@@ -178,3 +178,11 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Retrying failed drops (0.5.0): lance_retry_drops() queues every DropTable
+-- that ended Failed again (for the worker or lance_process_drops()) and
+-- answers how many; an administrator's call.
+CREATE FUNCTION lance_retry_drops() RETURNS integer
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_retry_drops() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_retry_drops() TO lance_admin;

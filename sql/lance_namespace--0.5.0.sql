@@ -479,6 +479,14 @@ REVOKE EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text
 GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text),
     lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() TO lance_admin;
 
+-- Retrying failed drops (0.5.0): lance_retry_drops() queues every DropTable
+-- that ended Failed again (for the worker or lance_process_drops()) and
+-- answers how many; an administrator's call.
+CREATE FUNCTION lance_retry_drops() RETURNS integer
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_retry_drops() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_retry_drops() TO lance_admin;
+
 -- Object stores (0.4.0): where tables on S3-compatible storage live and how
 -- to reach them.  options are Lance's storage option names, handed to
 -- callers that may read a table below the location as they are; only the

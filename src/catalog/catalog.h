@@ -89,6 +89,7 @@ extern bool catalog_get_change(const char *transaction_id, bool for_update, char
 extern void catalog_set_change(const char *transaction_id, const char *status,
 							   const LnMap *properties);
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
+extern int catalog_requeue_failed_drops(void);
 
 /* Privileges and API keys (access.c, grants.c, api_keys.c; catalog_access.c) */
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);

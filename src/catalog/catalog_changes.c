@@ -59,6 +59,12 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 								" FOR UPDATE SKIP LOCKED",
 								1,
 								{INT4OID}},
+	/* a drop whose removal failed goes back to the queue; one that queued no folder has none */
+	[STMT_REQUEUE_FAILED_DROPS] = {"UPDATE lance_catalog.change SET status = 'Queued'"
+								   " WHERE status = 'Failed' AND operation = 'DropTable'"
+								   "   AND drop_location IS NOT NULL",
+								   0,
+								   {InvalidOid}},
 };
 
 /* Run one of the statements above; catalog.c prepares and keeps its plan. */
@@ -66,6 +72,14 @@ static int
 execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 {
 	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
+}
+
+/* Queue every Failed drop again; returns how many. */
+int
+catalog_requeue_failed_drops(void)
+{
+	execute(STMT_REQUEUE_FAILED_DROPS, NULL, NULL, 0);
+	return (int)SPI_processed;
 }
 
 /*

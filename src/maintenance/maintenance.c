@@ -252,6 +252,29 @@ lance_process_drops(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(maintenance_process_drops(true));
 }
 
+/*
+ * lance_retry_drops(): queue the drops that ended Failed again, for the
+ * worker or lance_process_drops() to retry (once what made them fail, such
+ * as a folder the server may not remove, is fixed); answers how many.
+ * Transactional, as any catalog change: it may run in a transaction block.
+ */
+PG_FUNCTION_INFO_V1(lance_retry_drops);
+Datum
+lance_retry_drops(PG_FUNCTION_ARGS)
+{
+	int n;
+
+	if (RecoveryInProgress())
+		ln_error(LN_SERVICE_UNAVAILABLE,
+				 "lance_retry_drops() cannot run on a standby: run it on the primary");
+	access_begin();
+	access_require_admin("lance_retry_drops()");
+	catalog_begin();
+	n = catalog_requeue_failed_drops();
+	catalog_end();
+	PG_RETURN_INT32(n);
+}
+
 PG_FUNCTION_INFO_V1(lance_sweep_leftovers);
 Datum
 lance_sweep_leftovers(PG_FUNCTION_ARGS)
