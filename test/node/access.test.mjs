@@ -195,6 +195,11 @@ describe("access: a read-only key", { timeout: 180_000 }, () => {
 
   test("it cannot create a namespace or a table there, nor drop what is there: 403, code 15", async () => {
     fails(await http("POST", nsRoute([...open, "sub"], "create"), { body: {}, key: reader.key }), 403, 15);
+    // the root exists for every caller: a top-level namespace is refused as such (403), in
+    // the official client too, never "namespace $ does not exist"
+    const top = uniqueName("top");
+    fails(await http("POST", nsRoute([top], "create"), { body: {}, key: reader.key }), 403, 15);
+    await assert.rejects((await connect(reader.key)).createNamespace([top]), (e) => !/does not exist/.test(String(e?.message)) && /403|permission|may not write/i.test(String(e?.message)));
     fails(await http("POST", tableRoute([...open, "new"], "declare"), { body: {}, key: reader.key }), 403, 15);
     fails(await http("POST", tableRoute([...open, "items"], "drop"), { body: {}, key: reader.key }), 403, 15);
     fails(await http("POST", nsRoute(open, "drop"), { body: {}, key: reader.key }), 403, 15);
