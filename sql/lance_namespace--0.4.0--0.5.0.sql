@@ -186,3 +186,38 @@ CREATE FUNCTION lance_retry_drops() RETURNS integer
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION lance_retry_drops() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_retry_drops() TO lance_admin;
+
+-- The catalog of record (0.5.0).  A catalog restored from a dump into
+-- another database (a check of the backup, a staging copy) holds the same
+-- storage settings and table locations as the live one: it must not remove
+-- the live tables' data or write manifests, tags or branches there.  A row
+-- is an identity, the cluster's system identifier and the database's oid,
+-- recorded at install, by the update to 0.5.0 or by lance_adopt_storage().
+-- pg_dump keeps the rows, and the restore's own CREATE EXTENSION records the
+-- restored database next to them: a catalog is the one of record when all
+-- its rows name one identity and that identity's database oid is its own
+-- (a pg_upgrade keeps the oid and the rows, with a new system identifier).
+CREATE TABLE lance_catalog.identity (
+    system_identifier bigint NOT NULL,
+    database_oid      oid NOT NULL,
+    recorded_how      text NOT NULL CHECK (recorded_how IN ('install', 'update', 'adopt')),
+    recorded_by       name,
+    recorded_at       timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+COMMENT ON TABLE lance_catalog.identity IS 'lance_namespace: the cluster and database this catalog is the one of record in';
+
+INSERT INTO lance_catalog.identity (system_identifier, database_oid, recorded_how, recorded_by)
+SELECT s.system_identifier, d.oid, 'update', CURRENT_USER
+  FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+
+SELECT pg_catalog.pg_extension_config_dump('lance_catalog.identity', '');
+
+-- Make this catalog the one of record for its storage: its drops then remove
+-- data and its commits write manifests again (superusers and lance_admin).
+CREATE FUNCTION lance_adopt_storage() RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+
+REVOKE EXECUTE ON FUNCTION lance_adopt_storage() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_adopt_storage() TO lance_admin;

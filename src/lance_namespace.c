@@ -28,6 +28,8 @@ _PG_init(void)
 	storage_init();
 	/* storage finds S3 settings in the catalog without knowing it */
 	storage_set_settings_finder(catalog_find_storage);
+	/* and writes on storage only where the catalog is the one of record */
+	storage_set_write_guard(catalog_require_of_record);
 	changes_init();
 	rest_init();
 	extension_guard_init();

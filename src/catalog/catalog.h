@@ -113,4 +113,10 @@ extern int catalog_list_storage(char ***locations, LnMap **options);
 extern bool catalog_folders_shared_below(const char *folder, char **a, char **b);
 extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
 
+/* The catalog of record for its tables' storage (catalog_identity.c) */
+extern bool catalog_is_of_record(void);
+extern void catalog_require_of_record(void);
+extern void catalog_current_identity(int64 *system_identifier, Oid *database);
+extern void catalog_adopt_storage(Oid adopted_by);
+
 #endif /* LN_CATALOG_H */

@@ -6,7 +6,8 @@
  *		Included by the catalog's own files alone.
  *
  * Each statement file (catalog_objects.c, catalog_versions.c,
- * catalog_changes.c, catalog_access.c, catalog_storage.c, catalog_undo.c) defines the SQL
+ * catalog_changes.c, catalog_access.c, catalog_storage.c, catalog_undo.c,
+ * catalog_identity.c) defines the SQL
  * of its own statements, indexed by these numbers, and runs them through
  * catalog_execute(), which prepares each once per backend and keeps it.
  */
@@ -77,6 +78,7 @@ typedef enum CatalogStatement
 	STMT_UNDO_DONE,
 	STMT_UNDO_FAILED,
 	STMT_VERSION_AT_LOCATION,
+	STMT_ADOPT_STORAGE,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 

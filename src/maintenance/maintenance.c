@@ -10,7 +10,8 @@
  * its data (for tables under lance_namespace.local_roots): removing files is
  * not transactional, so it happens here, later, once the drop is committed.
  * Each queued entry ends Succeeded, or Failed with the reason in its
- * properties.
+ * properties.  Both wait for the catalog of record: a restored copy of the
+ * catalog names the live tables' folders and objects, and leaves them.
  */
 #include "postgres.h"
 
@@ -19,6 +20,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "../access/access.h"
 #include "../catalog/catalog.h"
@@ -34,9 +36,152 @@
 #define SWEEP_PAGE 1000
 
 /*
- * Remove the data of up to DROPS_PER_CALL queued drops; answers how many it
- * worked through.  The caller's transaction must commit at once: the files
- * are gone whatever it does.
+ * A drop whose data goes when the transaction that worked through it
+ * commits: removing files cannot be rolled back, so it waits until nothing
+ * the transaction does can roll the entry's new status back (a function
+ * that calls lance_process_drops() and then fails leaves the entry Queued
+ * and the files in place).
+ */
+typedef struct PendingRemoval
+{
+	char *transaction_id;
+	char *location;
+	char *path;
+	struct PendingRemoval *next;
+} PendingRemoval;
+
+/* in TopTransactionContext, in the queue's order; gone with the transaction */
+static PendingRemoval *pending_removals = NULL;
+static PendingRemoval **pending_tail = &pending_removals;
+
+static void remove_at_commit(XactEvent event, void *arg);
+
+/* Remove a drop's data when the transaction commits, once even if asked twice. */
+static void
+remove_at_pre_commit(const char *transaction_id, const char *location, const char *path)
+{
+	static bool callback_registered = false;
+	PendingRemoval *p;
+
+	if (!callback_registered)
+	{
+		RegisterXactCallback(remove_at_commit, NULL);
+		callback_registered = true;
+	}
+	for (p = pending_removals; p != NULL; p = p->next)
+		if (strcmp(p->transaction_id, transaction_id) == 0)
+			return;
+	p = MemoryContextAllocZero(TopTransactionContext, sizeof(PendingRemoval));
+	p->transaction_id = MemoryContextStrdup(TopTransactionContext, transaction_id);
+	p->location = MemoryContextStrdup(TopTransactionContext, location);
+	p->path = MemoryContextStrdup(TopTransactionContext, path);
+	*pending_tail = p;
+	pending_tail = &p->next;
+}
+
+/*
+ * At pre-commit: remove the data of the drops the transaction worked
+ * through and set their entries Succeeded, or Failed with the reason; a
+ * drop whose store is out of reach stays Queued, and so do the others on
+ * object stores.  Whatever the transaction did since the call counts: an
+ * entry no longer Queued (canceled) is left alone, and a folder a table
+ * uses now is not removed.  An error here (a cancel) aborts the
+ * transaction, leaving the entries Queued for the next round, whose
+ * removal finds what is left.
+ */
+static void
+run_pending_removals(void)
+{
+	PendingRemoval *list = pending_removals;
+	bool stores_unreachable = false;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	pending_removals = NULL;
+	pending_tail = &pending_removals;
+	cxt = AllocSetContextCreate(TopTransactionContext, "lance_namespace drops",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	catalog_begin();
+	for (PendingRemoval *p = list; p != NULL; p = p->next)
+	{
+		LnMap properties = {0, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
+		char *status;
+		LnMap was;
+		char *role;
+		char *reason;
+		bool later;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!storage_is_local(p->location) && stores_unreachable)
+			continue;
+		if (!catalog_get_change(p->transaction_id, false, &status, &was, &role) ||
+			strcmp(status, "Queued") != 0)
+			continue;
+		properties.keys[properties.len] = "location";
+		properties.values[properties.len++] = p->location;
+		if (catalog_location_in_use(p->path, CATALOG_ROOT_ID))
+			reason = psprintf("a table in the catalog uses the folder \"%s\"", p->path);
+		else
+		{
+			reason = storage_remove_table_data(p->location, &later);
+			/* the store is out of reach: this drop and the rest on object stores wait */
+			if (later)
+			{
+				ereport(LOG, (errmsg("lance_namespace: the drop of \"%s\" waits: %s", p->location,
+									 reason)));
+				stores_unreachable = true;
+				continue;
+			}
+		}
+		if (reason != NULL)
+		{
+			properties.keys[properties.len] = "reason";
+			properties.values[properties.len++] = reason;
+		}
+		catalog_set_change(p->transaction_id, reason ? "Failed" : "Succeeded", &properties);
+	}
+	catalog_end();
+	PopActiveSnapshot();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
+
+static void
+remove_at_commit(XactEvent event, void *arg pg_attribute_unused())
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (pending_removals != NULL)
+				run_pending_removals();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (pending_removals != NULL)
+				ln_error(LN_UNSUPPORTED, "cannot prepare a transaction that processed drops");
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* TopTransactionContext went with the transaction */
+			pending_removals = NULL;
+			pending_tail = &pending_removals;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Work through up to DROPS_PER_CALL queued drops; answers how many.  The
+ * checks run now (a drop of no folder, or of a folder a table uses, is
+ * Failed now); the removals run when the transaction commits
+ * (run_pending_removals).  A catalog that is not the one of record (a
+ * restored copy) removes nothing: its drops stay queued until an
+ * administrator runs lance_adopt_storage().
  */
 int
 maintenance_process_drops(bool wait)
@@ -45,10 +190,21 @@ maintenance_process_drops(bool wait)
 	char **locations;
 	int n;
 	int handled = 0;
-	bool stores_unreachable = false;
 
 	catalog_begin();
 	n = catalog_list_queued_drops(DROPS_PER_CALL, &transaction_ids, &locations);
+	if (n > 0 && !catalog_is_of_record())
+	{
+		catalog_end();
+		ereport(wait ? WARNING : LOG,
+				(errmsg("lance_namespace: %d queued drops keep their data: this catalog is a "
+						"copy, not the catalog of record for its tables' storage",
+						n),
+				 errhint("If this catalog is to own its tables' storage from now on (the one it "
+						 "was copied from no longer does), an administrator runs "
+						 "lance_adopt_storage() here.")));
+		return 0;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		LnMap properties = {0, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
@@ -62,9 +218,6 @@ maintenance_process_drops(bool wait)
 		 */
 		if (locations[i] != NULL && storage_is_local(locations[i]) && !storage_has_local_roots())
 			continue;
-		if (locations[i] != NULL && !storage_is_local(locations[i]) && stores_unreachable)
-			continue;
-		handled++;
 		/* none when a drop that queued nothing was set to Queued by AlterTransaction */
 		if (locations[i] != NULL)
 		{
@@ -75,37 +228,26 @@ maintenance_process_drops(bool wait)
 		/*
 		 * A table at, in or around the folder since the drop owns that data
 		 * now: wait for (and then see) a registration of the folder in
-		 * flight.  The background worker does not wait, so that one idle
+		 * flight.  The lock is held until the transaction ends, past the
+		 * removal.  The background worker does not wait, so that one idle
 		 * transaction cannot hold up every database: the drop stays queued
 		 * for its next round.
 		 */
 		if (path != NULL && !storage_try_lock_folder(path, true, wait))
 			continue;
+		handled++;
 		if (path == NULL)
 			reason = pstrdup("the drop names no local folder");
 		else if (catalog_location_in_use(path, CATALOG_ROOT_ID))
 			reason = psprintf("a table in the catalog uses the folder \"%s\"", path);
 		else
 		{
-			bool later;
-
-			reason = storage_remove_table_data(locations[i], &later);
-			/* the store is out of reach: this drop and the rest on object stores wait */
-			if (later)
-			{
-				ereport(LOG, (errmsg("lance_namespace: the drop of \"%s\" waits: %s", locations[i],
-									 reason)));
-				stores_unreachable = true;
-				handled--;
-				continue;
-			}
+			remove_at_pre_commit(transaction_ids[i], locations[i], path);
+			continue;
 		}
-		if (reason != NULL)
-		{
-			properties.keys[properties.len] = "reason";
-			properties.values[properties.len++] = reason;
-		}
-		catalog_set_change(transaction_ids[i], reason ? "Failed" : "Succeeded", &properties);
+		properties.keys[properties.len] = "reason";
+		properties.values[properties.len++] = reason;
+		catalog_set_change(transaction_ids[i], "Failed", &properties);
 	}
 	catalog_end();
 	return handled;
@@ -127,6 +269,15 @@ maintenance_sweep(void)
 													ALLOCSET_DEFAULT_SIZES);
 
 	catalog_begin();
+	/* the folders of a restored copy's tables are the live catalog's, and so are their leftovers */
+	if (!catalog_is_of_record())
+	{
+		catalog_end();
+		ereport(LOG, (errmsg("lance_namespace: no sweep: this catalog is a copy, not the catalog "
+							 "of record for its tables' storage"),
+					  errhint("An administrator runs lance_adopt_storage() to make it so.")));
+		return 0;
+	}
 	do
 	{
 		int64 *ids;
@@ -233,7 +384,10 @@ check_standalone_call(const char *function)
 	if (RecoveryInProgress())
 		ln_error(LN_SERVICE_UNAVAILABLE, "%s cannot run on a standby: run it on the primary",
 				 function);
-	/* what is removed on disk cannot be rolled back, so the catalog's updates must commit at once
+	/*
+	 * What is removed on disk cannot be rolled back: a transaction block
+	 * could keep the entries' new status uncommitted long after (the
+	 * removals themselves wait for the commit, see run_pending_removals).
 	 */
 	if (IsTransactionBlock() || IsSubTransaction())
 		ln_error_detail(LN_INVALID_INPUT, "Call it on its own, outside BEGIN ... COMMIT.",

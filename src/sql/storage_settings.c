@@ -9,6 +9,10 @@
  * that may read such a table (DescribeTable, DeclareTable, CreateTable).
  * Only administrators set, remove and list them; a listing shows secret
  * options (keys, tokens) as "****", and they never enter the change log.
+ *
+ * lance_adopt_storage() makes this catalog the one of record for its
+ * tables' storage (catalog_identity.c): a restored copy writes and removes
+ * nothing there until an administrator runs it.
  */
 #include "postgres.h"
 
@@ -161,6 +165,54 @@ lance_list_storage(PG_FUNCTION_ARGS pg_attribute_unused())
 	PG_TRY();
 	{
 		result = list_storage();
+	}
+	PG_CATCH();
+	{
+		frame_raise_as_lance_error(cxt);
+	}
+	PG_END_TRY();
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * Record this database of this cluster as the catalog of record: its drops
+ * remove data and its commits write on storage from now on.  Answers the
+ * identity recorded.  Not in the change log, as storage settings are not.
+ */
+static Jsonb *
+adopt_storage(void)
+{
+	int64 system_identifier;
+	Oid database;
+	LnMap identity = {2, palloc(sizeof(char *) * 2), palloc(sizeof(char *) * 2)};
+
+	access_begin();
+	access_require_admin("lance_adopt_storage()");
+	catalog_begin();
+	catalog_adopt_storage(access_caller());
+	catalog_end();
+	catalog_current_identity(&system_identifier, &database);
+	ereport(LOG, (errmsg("lance_namespace: database %u of system " UINT64_FORMAT
+						 " is now the catalog of record for its tables' storage",
+						 database, (uint64)system_identifier)));
+	identity.keys[0] = "system_identifier";
+	identity.values[0] = psprintf(UINT64_FORMAT, (uint64)system_identifier);
+	identity.keys[1] = "database_oid";
+	identity.values[1] = psprintf("%u", database);
+	return json_encode_map(&identity);
+}
+
+PG_FUNCTION_INFO_V1(lance_adopt_storage);
+Datum
+lance_adopt_storage(PG_FUNCTION_ARGS pg_attribute_unused())
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Jsonb *result = NULL;
+
+	ln_error_set_element(NULL);
+	PG_TRY();
+	{
+		result = adopt_storage();
 	}
 	PG_CATCH();
 	{

@@ -67,8 +67,17 @@ typedef struct StorageSpooled
  */
 typedef bool (*StorageSettingsFinder)(const char *folder, char **prefix, LnMap *options);
 
+/*
+ * How storage asks, before it writes or removes anything on storage,
+ * whether this catalog may (the catalog of record; a restored copy may
+ * not): it raises if not.  Set at start by the module that reads the
+ * catalog, as the settings finder is.
+ */
+typedef void (*StorageWriteGuard)(void);
+
 extern void storage_init(void);
 extern void storage_set_settings_finder(StorageSettingsFinder finder);
+extern void storage_set_write_guard(StorageWriteGuard guard);
 extern void storage_forget_settings(void);
 extern bool storage_options_for(const char *location, LnMap *options);
 extern bool storage_option_is_secret(const char *name);

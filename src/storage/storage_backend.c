@@ -1,7 +1,10 @@
 /*
  * storage_backend.c
  *		storage.h's entry points: each picks the backend of the table's
- *		location (S3 for "s3://", else local) and calls it.
+ *		location (S3 for "s3://", else local) and calls it.  Every entry
+ *		point that writes or removes on storage asks the write guard first,
+ *		so that a catalog that is not the one of record (a restored copy)
+ *		never touches the live catalog's tables, whatever the backend.
  */
 #include "postgres.h"
 
@@ -58,6 +61,22 @@ static const StorageBackend s3_backend = {
 	.branch_exists = s3_branch_exists,
 	.delete_branch_data = s3_delete_branch_data,
 };
+
+static StorageWriteGuard write_guard = NULL;
+
+void
+storage_set_write_guard(StorageWriteGuard guard)
+{
+	write_guard = guard;
+}
+
+/* Raise (through the guard) if this catalog may not write on storage. */
+static void
+require_may_write(void)
+{
+	if (write_guard != NULL)
+		write_guard();
+}
 
 static const StorageBackend *
 backend_of(const char *location)
@@ -124,6 +143,7 @@ storage_check_location(const char *location)
 void
 storage_sweep_table(const char *location, int *removed, int *restored)
 {
+	require_may_write();
 	backend_of(location)->sweep_table(location, removed, restored);
 }
 
@@ -138,6 +158,8 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 {
 	const char *leaf = strrchr(manifest_path, '/');
 
+	/* a commit to a managed table answers the guard's error before anything else */
+	require_may_write();
 	backend_of(location)->check_manifest(location, branch, version, v1_naming, manifest_path, size,
 										 copy);
 	copy->location = pstrdup(location);
@@ -152,12 +174,14 @@ storage_check_manifest(const char *location, const char *branch, int64 version, 
 void
 storage_materialize_manifest(const ManifestCopy *copy)
 {
+	require_may_write();
 	backend_of(copy->location)->materialize_manifest(copy);
 }
 
 char *
 storage_remove_table_data(const char *location, bool *later)
 {
+	require_may_write();
 	*later = false;
 	return backend_of(location)->remove_table_data(location, later);
 }
@@ -172,12 +196,14 @@ bool
 storage_write_ref(const char *location, const char *kind, const char *name, const char *content,
 				  bool create)
 {
+	require_may_write();
 	return backend_of(location)->write_ref(location, kind, name, content, create);
 }
 
 bool
 storage_delete_ref(const char *location, const char *kind, const char *name)
 {
+	require_may_write();
 	return backend_of(location)->delete_ref(location, kind, name);
 }
 
@@ -197,6 +223,7 @@ char *
 storage_write_branch_manifest(const char *location, const char *branch, int64 version,
 							  const char *bytes, size_t len, const char *like_path)
 {
+	require_may_write();
 	return backend_of(location)->write_branch_manifest(location, branch, version, bytes, len,
 													   like_path);
 }
@@ -210,6 +237,7 @@ storage_branch_exists(const char *location, const char *branch)
 void
 storage_delete_branch_data(const char *location, const char *branch, bool has_children)
 {
+	require_may_write();
 	backend_of(location)->delete_branch_data(location, branch, has_children);
 }
 

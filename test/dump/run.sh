@@ -387,6 +387,126 @@ same "restored catalog answers the read API as the original" "$SRC_ANSWERS" "$(a
 check_works dst "restored catalog"
 
 # ---------------------------------------------------------------------------
+# A restored copy is not the catalog of record: restored into a second
+# database with the live one's settings (a check of the backup, a staging
+# copy), it names the live tables' folders.  A drop there and
+# lance_process_drops() leave the live data; commits to managed tables, tags
+# and branches answer LN015 naming lance_adopt_storage() and write nothing;
+# so does a CREATE DATABASE ... TEMPLATE copy.  Once the live catalog is
+# retired (its database dropped, the data left), lance_adopt_storage() in
+# the copy makes its drops proceed and its commits write.
+# ---------------------------------------------------------------------------
+say "a restored copy is not the catalog of record"
+D postgres -c 'CREATE DATABASE live'
+D live -c 'CREATE EXTENSION lance_namespace'
+settings live
+# live_table <database> <name>: declare a table at a folder the catalog
+# chooses (its drop removes it); prints its folder
+live_table() {
+	D "$1" -c "SELECT lance_declare_table('{\"id\": [\"n\", \"$2\"]}') ->> 'location'"
+}
+D live -c "SELECT lance_create_namespace('{\"id\": [\"n\"]}')" >/dev/null
+KEPT="$(live_table live kept)"
+OTHER="$(live_table live other)"
+GONE="$(live_table live gone)"
+for t in "$KEPT" "$OTHER" "$GONE"; do
+	as_postgres mkdir -p "$t/_versions" "$t/data"
+	as_postgres bash -c "echo rows >'$t/data/0.lance'"
+	for v in 1 2; do
+		as_postgres bash -c "cat >'$t/_versions/${V2[$v]}.manifest-s$v'" <"$ROOT/test/fixtures/lance.manifest"
+	done
+done
+for t in kept other; do
+	dir="$KEPT"
+	[[ "$t" == other ]] && dir="$OTHER"
+	D live -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"n\", \"$t\"]'::jsonb, 'version', 1,
+	               'manifest_path', $(q "${dir#/}/_versions/${V2[1]}.manifest-s1")))" >/dev/null
+done
+D live -c "SELECT lance_create_table_tag('{\"id\": [\"n\", \"kept\"], \"tag\": \"t1\", \"version\": 1}')" >/dev/null
+"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$TMP_DIR/live.dump" live
+D postgres -c 'CREATE DATABASE copy'
+# set up as the live one: the same local roots and root (database settings are not in the dump)
+D copy <<SQL
+ALTER DATABASE copy SET lance_namespace.local_roots = $(q "$ROOTS");
+ALTER DATABASE copy SET lance_namespace.root = $(q "$ROOTS/live/auto");
+SQL
+rc=0
+"$PG_BIN/pg_restore" -U postgres -h "$SOCK" -p "$PORT" -d copy "$TMP_DIR/live.dump" >"$TMP_DIR/restore_copy.log" 2>&1 || rc=$?
+if ((rc == 0)) && ! grep -q 'error' "$TMP_DIR/restore_copy.log"; then
+	pass "pg_restore of the live catalog into a second database"
+else
+	fail "pg_restore into the copy failed (exit $rc)" "$(head -n 8 "$TMP_DIR/restore_copy.log")"
+fi
+same "the copy holds two identities (the live database's, dumped, and its own)" "2 t" \
+	"$(D copy -F ' ' -c "SELECT count(DISTINCT (system_identifier, database_oid)),
+	                            bool_or(database_oid = (SELECT oid FROM pg_database WHERE datname = 'live'))
+	                       FROM lance_catalog.identity")"
+# files(): the live tables' files, one per line
+files() { as_postgres find "$KEPT" "$OTHER" "$GONE" -type f | LC_ALL=C sort; }
+LIVE_FILES="$(files)"
+out="$(D copy 2>"$TMP_DIR/copy_drops.err" <<'SQL'
+SELECT lance_drop_table('{"id": ["n", "kept"]}') ? 'transaction_id';
+SELECT lance_process_drops();
+SELECT status FROM lance_catalog.change WHERE operation = 'DropTable';
+SELECT lance_sweep_leftovers();
+SQL
+)" || true
+same "a drop in the copy stays queued: lance_process_drops() and lance_sweep_leftovers() there do nothing" \
+	"t
+0
+Queued
+0" "$out"
+same "lance_process_drops() in the copy says why, naming lance_adopt_storage()" \
+	"WARNING:  lance_namespace: 1 queued drops keep their data: this catalog is a copy, not the catalog of record for its tables' storage
+HINT:  If this catalog is to own its tables' storage from now on (the one it was copied from no longer does), an administrator runs lance_adopt_storage() here." \
+	"$(cat "$TMP_DIR/copy_drops.err")"
+same "the live tables' files are all there after the copy's drop" "$LIVE_FILES" "$(files)"
+same "the live catalog still lists the dropped table's version and tag" "1 t1" \
+	"$(D live -c "SELECT (lance_list_table_versions('{\"id\": [\"n\", \"kept\"]}') #>> '{versions,0,version}') || ' ' ||
+	                     (SELECT string_agg(k, ',') FROM jsonb_object_keys(lance_list_table_tags('{\"id\": [\"n\", \"kept\"]}') -> 'tags') k)")"
+# copy_write <database> <function> <request>: the error of a write, or "ok"
+copy_write() {
+	local out
+	out="$(D "$1" -v VERBOSITY=verbose -c "SELECT $2($(q "$3"))" 2>&1)" && { echo ok; return; }
+	sed -n 's/^ERROR:  \(LN[0-9]*\): .*\(lance_adopt_storage()\).*/\1 \2/p' <<<"$out" | head -n 1
+	grep -q '^ERROR:  LN015' <<<"$out" || echo "$out" | head -n 1
+}
+V2_OTHER="${OTHER#/}/_versions/${V2[2]}.manifest-s2"
+for db in copy tcopy; do
+	if [[ "$db" == tcopy ]]; then
+		# a file-level copy of the live database: the same rows, another database
+		D postgres -c 'CREATE DATABASE tcopy TEMPLATE live'
+		D tcopy -c "ALTER DATABASE tcopy SET lance_namespace.local_roots = $(q "$ROOTS")"
+	fi
+	for w in "lance_create_table_version|{\"id\": [\"n\", \"other\"], \"version\": 2, \"manifest_path\": \"$V2_OTHER\"}" \
+		"lance_batch_commit_tables|{\"operations\": [{\"create_table_version\": {\"id\": [\"n\", \"other\"], \"version\": 2, \"manifest_path\": \"$V2_OTHER\"}}]}" \
+		'lance_create_table_tag|{"id": ["n", "other"], "tag": "t2", "version": 1}' \
+		'lance_create_table_branch|{"id": ["n", "other"], "name": "dev"}' \
+		'lance_delete_table_tag|{"id": ["n", "kept"], "tag": "t1"}'; do
+		[[ "$db" == tcopy || "$w" != lance_delete_table_tag* ]] || continue # kept is dropped in copy
+		same "$db: ${w%%|*} answers 15 naming lance_adopt_storage()" "LN015 lance_adopt_storage()" \
+			"$(copy_write "$db" "${w%%|*}" "${w#*|}")"
+	done
+done
+same "the live tables' files are unchanged after the copies' writes" "$LIVE_FILES" "$(files)"
+# The live catalog is the one of record: its own drop removes the data.
+D live -c "SELECT lance_drop_table('{\"id\": [\"n\", \"gone\"]}')" >/dev/null
+out="$(D live -c 'SELECT lance_process_drops()' 2>&1) $(as_postgres test -e "$GONE" && echo present || echo removed)"
+same "the live catalog's own drop removes its data" "1 removed" "$out"
+# Retire the live catalog (the data stays); the copy adopts the storage.
+D postgres -c 'DROP DATABASE live' -c 'DROP DATABASE tcopy'
+same "lance_adopt_storage() is for administrators" "ERROR:  permission denied for function lance_adopt_storage" \
+	"$(D copy -c "SET ROLE $ROLE" -c 'SELECT lance_adopt_storage()' 2>&1 | head -n 1)"
+out="$(D copy -c "SELECT lance_adopt_storage() ? 'database_oid'" -c 'SELECT lance_process_drops()' \
+	-c "SELECT status FROM lance_catalog.change WHERE operation = 'DropTable'" 2>&1)"
+out+=" $(as_postgres test -e "$KEPT" && echo present || echo removed)"
+out+=" $(D copy -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"n\", \"other\"]'::jsonb,
+	'version', 2, 'manifest_path', $(q "$V2_OTHER"))) #>> '{version,version}'" 2>&1)"
+same "after lance_adopt_storage() the copy's drop proceeds and its commits write" "t
+1
+Succeeded removed 2" "$out"
+
+# ---------------------------------------------------------------------------
 # Upgrade from 0.1.0 to the current default version
 # ---------------------------------------------------------------------------
 say "upgrade from 0.1.0"
