@@ -42,7 +42,8 @@ cleanup() {
 	# finish the clean-up even when the output has gone (a closed pipe)
 	trap '' PIPE
 	set +e
-	stop_clusters "$PGDATA_DIR"
+	# the test server, and the pg_upgrade check's clusters
+	stop_clusters "$PGDATA_DIR" "${OLD_DATA:-}" "${NEW_DATA:-}"
 	if ((rc != 0 && SHOW_LOGS)) && [[ -f "$PGDATA_DIR/server.log" ]]; then
 		echo "==== tail of $PGDATA_DIR/server.log"
 		tail -n 20 "$PGDATA_DIR/server.log"
@@ -423,7 +424,7 @@ for t in kept other; do
 	               'manifest_path', $(q "${dir#/}/_versions/${V2[1]}.manifest-s1")))" >/dev/null
 done
 D live -c "SELECT lance_create_table_tag('{\"id\": [\"n\", \"kept\"], \"tag\": \"t1\", \"version\": 1}')" >/dev/null
-"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$TMP_DIR/live.dump" live
+"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$TMP_DIR/live.dump" live 2>"$TMP_DIR/dump_live.log"
 D postgres -c 'CREATE DATABASE copy'
 # set up as the live one: the same local roots and root (database settings are not in the dump)
 D copy <<SQL
@@ -495,8 +496,8 @@ out="$(D live -c 'SELECT lance_process_drops()' 2>&1) $(as_postgres test -e "$GO
 same "the live catalog's own drop removes its data" "1 removed" "$out"
 # Retire the live catalog (the data stays); the copy adopts the storage.
 D postgres -c 'DROP DATABASE live' -c 'DROP DATABASE tcopy'
-same "lance_adopt_storage() is for administrators" "ERROR:  permission denied for function lance_adopt_storage" \
-	"$(D copy -c "SET ROLE $ROLE" -c 'SELECT lance_adopt_storage()' 2>&1 | head -n 1)"
+same "lance_adopt_storage() is for administrators" "permission denied for function lance_adopt_storage" \
+	"$(D copy -c "SET ROLE $ROLE" -c 'SELECT lance_adopt_storage()' 2>&1 | head -n 1 | sed 's/^ERROR:  //')"
 out="$(D copy -c "SELECT lance_adopt_storage() ? 'database_oid'" -c 'SELECT lance_process_drops()' \
 	-c "SELECT status FROM lance_catalog.change WHERE operation = 'DropTable'" 2>&1)"
 out+=" $(as_postgres test -e "$KEPT" && echo present || echo removed)"
@@ -661,6 +662,61 @@ restore_log="$("$PG_BIN/pg_restore" -U postgres -h "$SOCK" -p "$PORT" -d order_d
 same "a dump with a child stored before its parent restores" "0 " "$rc $restore_log"
 same "the restored parent lists its child" '{"namespaces": ["child"]}' \
 	"$(D order_dst -c "SELECT lance_list_namespaces('{\"id\": [\"parent\"]}')")"
+
+# ---------------------------------------------------------------------------
+# pg_upgrade makes a new system identifier and keeps the database's oid and
+# the catalog's rows: the upgraded cluster stays the catalog of record
+# without lance_adopt_storage().  (The same major version on both sides:
+# what changes is the cluster, as in an upgrade.)
+# ---------------------------------------------------------------------------
+say "pg_upgrade keeps the catalog of record"
+OLD_DATA="$TMP_DIR/old"
+NEW_DATA="$TMP_DIR/new"
+UPORT="$(find_free_port $((PORT + 1)))"
+init_cluster "$OLD_DATA" test
+start_cluster "$OLD_DATA" "$UPORT" "$SOCK"
+U() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -U postgres -h "$SOCK" -p "$UPORT" -d up "$@"; }
+"$PG_BIN/psql" -X -q -U postgres -h "$SOCK" -p "$UPORT" -d postgres -c 'CREATE DATABASE up'
+U <<SQL >/dev/null
+CREATE EXTENSION lance_namespace;
+ALTER DATABASE up SET lance_namespace.local_roots = $(q "$ROOTS");
+ALTER DATABASE up SET lance_namespace.root = $(q "$ROOTS/up/auto");
+SQL
+U -c "SELECT lance_create_namespace('{\"id\": [\"n\"]}')" >/dev/null
+UT="$(U -c "SELECT lance_declare_table('{\"id\": [\"n\", \"t\"]}') ->> 'location'")"
+UG="$(U -c "SELECT lance_declare_table('{\"id\": [\"n\", \"g\"]}') ->> 'location'")"
+as_postgres mkdir -p "$UT/_versions" "$UG/data"
+as_postgres bash -c "echo rows >'$UG/data/0.lance'"
+for v in 1 2; do
+	as_postgres bash -c "cat >'$UT/_versions/${V2[$v]}.manifest-s$v'" <"$ROOT/test/fixtures/lance.manifest"
+done
+U -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"n\", \"t\"]'::jsonb, 'version', 1,
+          'manifest_path', $(q "${UT#/}/_versions/${V2[1]}.manifest-s1")))" >/dev/null
+BEFORE="$(U -F ' ' -c "SELECT system_identifier, database_oid FROM lance_catalog.identity")"
+stop_cluster "$OLD_DATA"
+init_cluster "$NEW_DATA" test
+make_postgres_dir "$TMP_DIR/upgrade" 755
+rc=0
+as_postgres bash -c "cd '$TMP_DIR/upgrade' && '$PG_BIN/pg_upgrade' -b '$PG_BIN' -B '$PG_BIN' -d '$OLD_DATA' -D '$NEW_DATA' \
+	-U postgres -p $UPORT -P $UPORT -s '$SOCK'" >"$TMP_DIR/pg_upgrade.log" 2>&1 || rc=$?
+if ((rc == 0)); then
+	pass "pg_upgrade"
+else
+	fail "pg_upgrade failed (exit $rc)" "$(tail -n 8 "$TMP_DIR/pg_upgrade.log")"
+fi
+start_cluster "$NEW_DATA" "$UPORT" "$SOCK"
+same "the upgraded cluster: a new system identifier, the same database oid and identity rows" "t t $BEFORE" \
+	"$(U -F ' ' -c "SELECT (SELECT system_identifier FROM pg_control_system()) <> system_identifier,
+	                       database_oid = (SELECT oid FROM pg_database WHERE datname = 'up'), system_identifier, database_oid
+	                  FROM lance_catalog.identity")"
+out="$(U -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"n\", \"t\"]'::jsonb, 'version', 2,
+                 'manifest_path', $(q "${UT#/}/_versions/${V2[2]}.manifest-s2"))) #>> '{version,version}'" \
+	-c "SELECT lance_drop_table('{\"id\": [\"n\", \"g\"]}') IS NOT NULL" -c 'SELECT lance_process_drops()' 2>&1)"
+out+=" $(as_postgres test -e "$UG" && echo present || echo removed)"
+same "the upgraded catalog commits to managed tables and removes dropped data" "2
+t
+1 removed" "$out"
+stop_cluster "$NEW_DATA"
 
 SHOW_LOGS=0
 echo

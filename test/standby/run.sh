@@ -577,6 +577,26 @@ wait_replay
 feed_check "standby, after $N committed" "$BASE" "$N $N1" ""
 
 # ---------------------------------------------------------------------------
+# Promoted after a failover, the standby is the catalog of record (the
+# primary's system identifier and database oid): its commits to managed
+# tables write and its drops remove data, without lance_adopt_storage().
+# ---------------------------------------------------------------------------
+say "failover: the primary stops, the standby is promoted"
+stop_cluster "$PRIMARY"
+as_postgres "$PG_BIN/pg_ctl" -D "$STANDBY" -w -t 60 promote >/dev/null
+OTHER=$((OTHER + 1))
+out="$(S -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"sb\", \"inner\", \"m\"]'::jsonb,
+                 'version', 4, 'manifest_path', $(q "$MP/_versions/${V2[4]}.manifest-w4"))) #>> '{version,version}'" \
+	-c 'SELECT lance_process_drops()' 2>&1)"
+out+=" $(as_postgres test -e "$ROOTS/sb/gone.lance" && echo present || echo removed)"
+if [[ "$out" == $'4\n1 removed' ]]; then
+	pass "promoted standby: a managed commit writes and a queued drop removes its data"
+else
+	OTHER_FAILED=$((OTHER_FAILED + 1))
+	fail "promoted standby: expected version 4, 1 drop processed and the folder removed" "$out"
+fi
+
+# ---------------------------------------------------------------------------
 SHOW_LOGS=0
 echo
 say "standby test: reads checked $READS, failed $READS_FAILED; writes checked $WRITES (SQL and REST), failed $WRITES_FAILED; other checks $OTHER, failed $OTHER_FAILED; feed on the standby: $FEED_RESULT; $((SECONDS - START_SECONDS)) s"

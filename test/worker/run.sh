@@ -2,7 +2,8 @@
 # The background worker: with lance_namespace in shared_preload_libraries it
 # removes dropped tables' data without anyone calling lance_process_drops(),
 # and after a (re)start it sweeps what interrupted transactions left in the
-# tables' folders; lance_sweep_leftovers() does the same on demand.
+# tables' folders; lance_sweep_leftovers() does the same on demand.  In a
+# copy of the database (not the catalog of record) it removes nothing.
 #
 # Runs as root (or postgres) and starts its own cluster in a temporary
 # folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check; exits 0
@@ -73,6 +74,39 @@ else
 	fail "the worker processed the queued drop"
 fi
 check "the dropped table's folder is gone" "absent" "$([[ -e "$location" ]] && echo present || echo absent)"
+
+# A file-level copy of the database (CREATE DATABASE ... TEMPLATE: the same
+# rows, another database) is not the catalog of record: the worker leaves
+# its drops queued and the data, which is the original's, in place, and says
+# so in the server's log.
+shared="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"shared\"]}') ->> 'location'")"
+as_postgres mkdir -p "$shared/data"
+as_postgres sh -c "echo data > '$shared/data/part-0.lance'"
+copied=no
+for _ in $(seq 100); do
+	# the worker's visits to the database make a template busy for a moment
+	if "$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres \
+		-c 'CREATE DATABASE wcopy TEMPLATE worker' >/dev/null 2>&1; then
+		copied=yes
+		break
+	fi
+	sleep 0.1
+done
+check "a copy of the database is made" "yes" "$copied"
+wsql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d wcopy "$@"; }
+wsql -c "ALTER DATABASE wcopy SET lance_namespace.local_roots = '$TABLES'" >/dev/null
+logged_before="$(grep -c 'queued drops keep their data' "$PGDATA_DIR/server.log" || true)"
+wsql -c "SELECT lance_drop_table('{\"id\": [\"w\", \"shared\"]}')" >/dev/null
+deadline=$((SECONDS + 20))
+while ((SECONDS < deadline)) &&
+	(($(grep -c 'queued drops keep their data' "$PGDATA_DIR/server.log" || true) <= logged_before)); do
+	sleep 0.2
+done
+check "the worker visited the copy and left its drop, saying why" "1 queued drops keep their data" \
+	"$(grep -o '1 queued drops keep their data' "$PGDATA_DIR/server.log" | tail -n 1)"
+check "the copy's drop stays queued" "Queued" \
+	"$(wsql -c "SELECT status FROM lance_catalog.change WHERE operation = 'DropTable' ORDER BY seq DESC LIMIT 1")"
+check "the original's data is in place" "data" "$(cat "$shared/data/part-0.lance")"
 
 # Leftovers of interrupted transactions in a managed table's folders.  Their
 # names carry the full transaction id of the transaction that made them.
