@@ -424,19 +424,19 @@ for t in kept other; do
 	               'manifest_path', $(q "${dir#/}/_versions/${V2[1]}.manifest-s1")))" >/dev/null
 done
 D live -c "SELECT lance_create_table_tag('{\"id\": [\"n\", \"kept\"], \"tag\": \"t1\", \"version\": 1}')" >/dev/null
-"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$TMP_DIR/live.dump" live 2>"$TMP_DIR/dump_live.log"
+"$PG_BIN/pg_dump" -Fc -U postgres -h "$SOCK" -p "$PORT" -f "$WORK/live.dump" live 2>"$WORK/dump_live.log"
 D postgres -c 'CREATE DATABASE copy'
 # set up as the live one: the same local roots and root (database settings are not in the dump)
 D copy <<SQL
-ALTER DATABASE copy SET lance_namespace.local_roots = $(q "$ROOTS");
-ALTER DATABASE copy SET lance_namespace.root = $(q "$ROOTS/live/auto");
+ALTER DATABASE copy SET lance_namespace.local_roots = $(q "$TABLES");
+ALTER DATABASE copy SET lance_namespace.root = $(q "$TABLES/live/auto");
 SQL
 rc=0
-"$PG_BIN/pg_restore" -U postgres -h "$SOCK" -p "$PORT" -d copy "$TMP_DIR/live.dump" >"$TMP_DIR/restore_copy.log" 2>&1 || rc=$?
-if ((rc == 0)) && ! grep -q 'error' "$TMP_DIR/restore_copy.log"; then
+"$PG_BIN/pg_restore" -U postgres -h "$SOCK" -p "$PORT" -d copy "$WORK/live.dump" >"$WORK/restore_copy.log" 2>&1 || rc=$?
+if ((rc == 0)) && ! grep -q 'error' "$WORK/restore_copy.log"; then
 	pass "pg_restore of the live catalog into a second database"
 else
-	fail "pg_restore into the copy failed (exit $rc)" "$(head -n 8 "$TMP_DIR/restore_copy.log")"
+	fail "pg_restore into the copy failed (exit $rc)" "$(head -n 8 "$WORK/restore_copy.log")"
 fi
 same "the copy holds two identities (the live database's, dumped, and its own)" "2 t" \
 	"$(D copy -F ' ' -c "SELECT count(DISTINCT (system_identifier, database_oid)),
@@ -445,7 +445,7 @@ same "the copy holds two identities (the live database's, dumped, and its own)" 
 # files(): the live tables' files, one per line
 files() { as_postgres find "$KEPT" "$OTHER" "$GONE" -type f | LC_ALL=C sort; }
 LIVE_FILES="$(files)"
-out="$(D copy 2>"$TMP_DIR/copy_drops.err" <<'SQL'
+out="$(D copy 2>"$WORK/copy_drops.err" <<'SQL'
 SELECT lance_drop_table('{"id": ["n", "kept"]}') ? 'transaction_id';
 SELECT lance_process_drops();
 SELECT status FROM lance_catalog.change WHERE operation = 'DropTable';
@@ -460,7 +460,7 @@ Queued
 same "lance_process_drops() in the copy says why, naming lance_adopt_storage()" \
 	"WARNING:  lance_namespace: 1 queued drops keep their data: this catalog is a copy, not the catalog of record for its tables' storage
 HINT:  If this catalog is to own its tables' storage from now on (the one it was copied from no longer does), an administrator runs lance_adopt_storage() here." \
-	"$(cat "$TMP_DIR/copy_drops.err")"
+	"$(cat "$WORK/copy_drops.err")"
 same "the live tables' files are all there after the copy's drop" "$LIVE_FILES" "$(files)"
 same "the live catalog still lists the dropped table's version and tag" "1 t1" \
 	"$(D live -c "SELECT (lance_list_table_versions('{\"id\": [\"n\", \"kept\"]}') #>> '{versions,0,version}') || ' ' ||
@@ -477,7 +477,7 @@ for db in copy tcopy; do
 	if [[ "$db" == tcopy ]]; then
 		# a file-level copy of the live database: the same rows, another database
 		D postgres -c 'CREATE DATABASE tcopy TEMPLATE live'
-		D tcopy -c "ALTER DATABASE tcopy SET lance_namespace.local_roots = $(q "$ROOTS")"
+		D tcopy -c "ALTER DATABASE tcopy SET lance_namespace.local_roots = $(q "$TABLES")"
 	fi
 	for w in "lance_create_table_version|{\"id\": [\"n\", \"other\"], \"version\": 2, \"manifest_path\": \"$V2_OTHER\"}" \
 		"lance_batch_commit_tables|{\"operations\": [{\"create_table_version\": {\"id\": [\"n\", \"other\"], \"version\": 2, \"manifest_path\": \"$V2_OTHER\"}}]}" \
@@ -670,8 +670,8 @@ same "the restored parent lists its child" '{"namespaces": ["child"]}' \
 # what changes is the cluster, as in an upgrade.)
 # ---------------------------------------------------------------------------
 say "pg_upgrade keeps the catalog of record"
-OLD_DATA="$TMP_DIR/old"
-NEW_DATA="$TMP_DIR/new"
+OLD_DATA="$WORK/old"
+NEW_DATA="$WORK/new"
 UPORT="$(find_free_port $((PORT + 1)))"
 init_cluster "$OLD_DATA" test
 start_cluster "$OLD_DATA" "$UPORT" "$SOCK"
@@ -679,8 +679,8 @@ U() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -U postgres -h "$SOCK" -p "$UP
 "$PG_BIN/psql" -X -q -U postgres -h "$SOCK" -p "$UPORT" -d postgres -c 'CREATE DATABASE up'
 U <<SQL >/dev/null
 CREATE EXTENSION lance_namespace;
-ALTER DATABASE up SET lance_namespace.local_roots = $(q "$ROOTS");
-ALTER DATABASE up SET lance_namespace.root = $(q "$ROOTS/up/auto");
+ALTER DATABASE up SET lance_namespace.local_roots = $(q "$TABLES");
+ALTER DATABASE up SET lance_namespace.root = $(q "$TABLES/up/auto");
 SQL
 U -c "SELECT lance_create_namespace('{\"id\": [\"n\"]}')" >/dev/null
 UT="$(U -c "SELECT lance_declare_table('{\"id\": [\"n\", \"t\"]}') ->> 'location'")"
@@ -695,14 +695,14 @@ U -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"n\", \"t\"]
 BEFORE="$(U -F ' ' -c "SELECT system_identifier, database_oid FROM lance_catalog.identity")"
 stop_cluster "$OLD_DATA"
 init_cluster "$NEW_DATA" test
-make_postgres_dir "$TMP_DIR/upgrade" 755
+make_postgres_dir "$WORK/upgrade" 755
 rc=0
-as_postgres bash -c "cd '$TMP_DIR/upgrade' && '$PG_BIN/pg_upgrade' -b '$PG_BIN' -B '$PG_BIN' -d '$OLD_DATA' -D '$NEW_DATA' \
-	-U postgres -p $UPORT -P $UPORT -s '$SOCK'" >"$TMP_DIR/pg_upgrade.log" 2>&1 || rc=$?
+as_postgres bash -c "cd '$WORK/upgrade' && '$PG_BIN/pg_upgrade' -b '$PG_BIN' -B '$PG_BIN' -d '$OLD_DATA' -D '$NEW_DATA' \
+	-U postgres -p $UPORT -P $UPORT -s '$SOCK'" >"$WORK/pg_upgrade.log" 2>&1 || rc=$?
 if ((rc == 0)); then
 	pass "pg_upgrade"
 else
-	fail "pg_upgrade failed (exit $rc)" "$(tail -n 8 "$TMP_DIR/pg_upgrade.log")"
+	fail "pg_upgrade failed (exit $rc)" "$(tail -n 8 "$WORK/pg_upgrade.log")"
 fi
 start_cluster "$NEW_DATA" "$UPORT" "$SOCK"
 same "the upgraded cluster: a new system identifier, the same database oid and identity rows" "t t $BEFORE" \

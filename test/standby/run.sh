@@ -588,7 +588,7 @@ OTHER=$((OTHER + 1))
 out="$(S -c "SELECT lance_create_table_version(jsonb_build_object('id', '[\"sb\", \"inner\", \"m\"]'::jsonb,
                  'version', 4, 'manifest_path', $(q "$MP/_versions/${V2[4]}.manifest-w4"))) #>> '{version,version}'" \
 	-c 'SELECT lance_process_drops()' 2>&1)"
-out+=" $(as_postgres test -e "$ROOTS/sb/gone.lance" && echo present || echo removed)"
+out+=" $(as_postgres test -e "$TABLES/sb/gone.lance" && echo present || echo removed)"
 if [[ "$out" == $'4\n1 removed' ]]; then
 	pass "promoted standby: a managed commit writes and a queued drop removes its data"
 else
