@@ -110,13 +110,14 @@ run_pending_removals(void)
 		char *status;
 		LnMap was;
 		char *role;
+		Oid role_id;
 		char *reason;
 		bool later;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!storage_is_local(p->location) && stores_unreachable)
 			continue;
-		if (!catalog_get_change(p->transaction_id, false, &status, &was, &role) ||
+		if (!catalog_get_change(p->transaction_id, false, &status, &was, &role, &role_id) ||
 			strcmp(status, "Queued") != 0)
 			continue;
 		properties.keys[properties.len] = "location";
