@@ -164,6 +164,10 @@ SELECT l AS location,
        pg_temp.by_call(format('SELECT lance_set_storage(%L)', jsonb_build_object('location', l, 'options', '{}'::jsonb))) AS storage
   FROM unnest(ARRAY['s3://bkt:443/t.lance', 's3://user@bkt/t.lance', 's3://user:secret@bkt/t.lance', 's3://bkt:/t.lance', 'S3://bkt:443']) l;
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/hosts%24rr/register', NULL, '{"location": "s3://bkt:443/t.lance"}', NULL);
+-- The refusal never shows a user part: it may hold a password.
+SELECT strpos(pg_temp.by_call('SELECT lance_register_table(''{"id": ["hosts", "r"], "location": "s3://user:secret@bkt/t.lance"}'')'), 'secret') AS secret_shown,
+       strpos(r.response_body::text, 'secret') AS secret_in_rest
+  FROM lance_rest('POST', '/v1/table/hosts%24rr/register', NULL, '{"location": "s3://user:secret@bkt/t.lance"}', NULL) r;
 -- A colon or an @ after the bucket is part of the key, as S3 allows.
 SELECT lance_register_table('{"id": ["hosts", "k"], "location": "s3://bkt/a:b@c/t.lance"}') ->> 'location' AS registered;
 SELECT name FROM lance_catalog.object WHERE name IN ('r', 'd', 'n', 'rr') ORDER BY name;

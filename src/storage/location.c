@@ -281,6 +281,28 @@ location_s3_authority_extra(const char *location)
 }
 
 /*
+ * `location` as a message may show it: an S3 location's user part (all of
+ * its authority up to the last '@', which may hold a password) shown as
+ * "****".  Other locations are shown as they are.
+ */
+char *
+location_for_message(const char *location)
+{
+	size_t len;
+	const char *at = NULL;
+
+	if (pg_strncasecmp(location, "s3://", 5) != 0)
+		return pstrdup(location);
+	len = strcspn(location + 5, "/?#");
+	for (size_t i = 0; i < len; i++)
+		if (location[5 + i] == '@')
+			at = location + 5 + i;
+	if (at == NULL)
+		return pstrdup(location);
+	return psprintf("%.5s****%s", location, at);
+}
+
+/*
  * Split an S3 location "s3://bucket/key" into its bucket and its object key
  * prefix: percent-decoded as Lance decodes the URI's path, "." and ".."
  * resolved and "//" collapsed as on disk, no leading or trailing slash ("" for

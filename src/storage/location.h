@@ -17,6 +17,7 @@ extern char *location_for_new_table(const char *base, const LnId *below_base,
 extern char *location_to_uri(const char *location);
 extern char *location_local_path(const char *location);
 extern const char *location_s3_authority_extra(const char *location);
+extern char *location_for_message(const char *location);
 extern bool location_s3_parse(const char *location, char **bucket, char **key);
 extern char *location_folder_key(const char *location);
 extern bool location_path_is_plain(const char *path);

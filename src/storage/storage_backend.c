@@ -126,12 +126,13 @@ storage_check_location_spelling(const char *location)
 {
 	const char *extra = location_s3_authority_extra(location);
 
+	/* never the user part: it may hold a password */
 	if (extra != NULL)
 		ln_error_detail(LN_INVALID_INPUT,
 						"Give an S3 URI: s3://bucket/prefix; the store's address and credentials "
 						"go in a storage setting.",
-						"location \"%s\" names %s: an S3 location names a bucket alone", location,
-						extra);
+						"location \"%s\" names %s: an S3 location names a bucket alone",
+						location_for_message(location), extra);
 }
 
 void
