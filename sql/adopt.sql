@@ -37,6 +37,13 @@ END
 $$;
 CREATE FUNCTION public.adopt_present(path text) RETURNS boolean
 LANGUAGE sql AS $$ SELECT (pg_stat_file(path, true)).size IS NOT NULL $$;
+-- A field of an undo step's record (storage_spool.c): a 4-byte length
+-- (little-endian, as on this machine; 0xffffffff: none) and its bytes.
+CREATE FUNCTION public.adopt_field(t text) RETURNS bytea
+LANGUAGE sql AS $$
+    SELECT CASE WHEN t IS NULL THEN '\xffffffff'::bytea
+                ELSE decode(lpad(to_hex(octet_length(t)), 2, '0') || '000000', 'hex') || convert_to(t, 'UTF8') END
+$$;
 
 LOAD 'lance_namespace';
 SET lance_namespace.local_roots = '/tmp/lance_namespace_adopt/root';
@@ -86,7 +93,22 @@ SELECT lance_drop_table('{"id": ["ad", "gone"]}') ->> 'transaction_id' AS gone_t
 SELECT lance_process_drops() AS processed;
 SELECT status FROM lance_catalog.change WHERE transaction_id = :'gone_tx';
 SELECT adopt_present(:'gone_location' || '/data') AS data_present;
+-- Nor does it do the undo of the live catalog's rollbacks: a step copied
+-- with the catalog (here: put back a set-aside original) stays, and so do
+-- its files.
+COPY (SELECT 'set aside') TO '/tmp/lance_namespace_adopt/root/ns/kept.aside';
+INSERT INTO lance_catalog.storage_undo (spool, transaction_id, action, location, path, step)
+VALUES ('adopt.spool#0', '1', 'put back', '/tmp/lance_namespace_adopt/root',
+        '/tmp/lance_namespace_adopt/root/ns/kept',
+        adopt_field('p') || adopt_field('l') || adopt_field('/tmp/lance_namespace_adopt/root') ||
+        adopt_field('/tmp/lance_namespace_adopt/root/ns/kept') ||
+        adopt_field('/tmp/lance_namespace_adopt/root/ns/kept.aside') ||
+        adopt_field(NULL) || adopt_field('-1') || adopt_field('0:0') || adopt_field(NULL) ||
+        adopt_field('0') || adopt_field(NULL) || adopt_field('1'));
 SELECT lance_sweep_leftovers() AS swept;
+SELECT attempts FROM lance_catalog.storage_undo WHERE spool = 'adopt.spool#0';
+SELECT adopt_present('/tmp/lance_namespace_adopt/root/ns/kept.aside') AS aside_present,
+       adopt_present('/tmp/lance_namespace_adopt/root/ns/kept') AS original_present;
 
 -- Only administrators adopt the storage.
 CREATE ROLE regress_ln_adopter;
@@ -114,6 +136,11 @@ SELECT count(*) AS identities, string_agg(recorded_how, ',') AS how, string_agg(
 SELECT lance_process_drops() AS processed;
 SELECT status FROM lance_catalog.change WHERE transaction_id = :'gone_tx';
 SELECT adopt_present(:'gone_location') AS folder_present;
+-- the undo step is done now: the original is back
+SELECT lance_sweep_leftovers() AS swept;
+SELECT count(*) AS steps_left FROM lance_catalog.storage_undo;
+SELECT adopt_present('/tmp/lance_namespace_adopt/root/ns/kept.aside') AS aside_present,
+       adopt_present('/tmp/lance_namespace_adopt/root/ns/kept') AS original_present;
 SELECT lance_create_table_version('{"id": ["ad", "t"], "version": 2, "manifest_path": "tmp/lance_namespace_adopt/root/ns/t.lance/_versions/18446744073709551613.manifest-b"}') #>> '{version,version}' AS committed;
 SELECT lance_create_table_tag('{"id": ["ad", "t"], "tag": "v1", "version": 1}') ? 'transaction_id' AS tagged;
 
@@ -152,5 +179,5 @@ SELECT status, properties = jsonb_build_object('location', :'later_location') AS
 SELECT adopt_present(:'later_location') AS folder_present;
 
 SELECT lance_drop_namespace('{"id": ["ad"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
-DROP FUNCTION adopt_answer(text, jsonb), adopt_present(text), adopt_drops_then(boolean);
+DROP FUNCTION adopt_answer(text, jsonb), adopt_present(text), adopt_field(text), adopt_drops_then(boolean);
 \! rm -rf /tmp/lance_namespace_adopt

@@ -327,6 +327,20 @@ maintenance_finish_undo(void)
 	int waiting = 0;
 
 	catalog_begin();
+	/*
+	 * A copy's storage_undo rows (and spool) are the live catalog's steps,
+	 * on the live catalog's storage: a copy made while a step waited would
+	 * otherwise redo it, and could remove what the live catalog committed
+	 * since.  They wait, as its drops do, until lance_adopt_storage().
+	 */
+	if (!catalog_is_of_record())
+	{
+		catalog_end();
+		ereport(LOG, (errmsg("lance_namespace: no undo of rollbacks: this catalog is a copy, not "
+							 "the catalog of record for its tables' storage"),
+					  errhint("An administrator runs lance_adopt_storage() to make it so.")));
+		return 0;
+	}
 	n = storage_spool_read(&spooled);
 	for (int i = 0; i < n; i++)
 	{

@@ -303,6 +303,8 @@ storage_retry_undo(const StorageUndoStep *step, char **error)
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile bool done = true;
 
+	/* a step changes storage as any write does: outside the catch, it raises */
+	require_may_write();
 	PG_TRY();
 	{
 		if (step->s3)
