@@ -15,9 +15,18 @@
  * them, with their attempts, until they are done (storage_retry_undo); the
  * file is removed when that round commits.
  *
- * A spool file is a header and records; a record is a list of fields, each
- * a 4-byte length (0xffffffff: none) and its bytes.  The catalog keeps a
- * record as it is, so that only this file knows the format.
+ * A spool file is a header and records; in the file a record is its 4-byte
+ * length, its CRC-32C and its bytes, a list of fields, each a 4-byte length
+ * (0xffffffff: none) and its bytes.  The catalog keeps a record's bytes as
+ * they are, so that only this file knows the format.
+ *
+ * A record is checked before anything acts on it (its checksum, then every
+ * field: storage_undo_decode), since a damaged or crafted file in the data
+ * directory must not crash the server, nor make a round do something no
+ * rollback asked for.  A file with any record that fails the checks is set
+ * aside whole, renamed "<name>.bad" with a warning, and none of its records
+ * is taken: every later round would meet it again, and a part of a file
+ * cannot be trusted when another part is damaged.
  */
 #include "postgres.h"
 
@@ -31,6 +40,7 @@
 #include "common/file_perm.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
@@ -41,7 +51,7 @@
 
 /* The spool's folder, in the data directory (a backend's working directory). */
 #define SPOOL_DIR	"lance_namespace_undo"
-#define SPOOL_MAGIC "LNUNDO1\n"
+#define SPOOL_MAGIC "LNUNDO2\n"
 #define NO_FIELD	0xffffffffU
 #define NUM_FIELDS	12
 
@@ -116,7 +126,63 @@ get_field(const char *rec, size_t len, size_t *pos, char **out, size_t *out_len)
 	return true;
 }
 
-/* Decode a record kept by the catalog; false if it is not one. */
+/* True if field `f` of `len` bytes is text: present, without a NUL byte. */
+static bool
+is_text(const char *f, size_t len)
+{
+	return f != NULL && strlen(f) == len;
+}
+
+/* True if `s` is a whole decimal number (a '-' allowed if `sign`). */
+static bool
+is_number(const char *s, bool sign)
+{
+	if (sign && *s == '-')
+		s++;
+	return *s != '\0' && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 20;
+}
+
+/*
+ * True if `path` is an absolute path below folder `root` with a leaf: no
+ * empty, "." or ".." part, so that it stays in `root`.
+ */
+static bool
+is_path_below(const char *path, const char *root)
+{
+	size_t rlen = strlen(root);
+	const char *p;
+
+	if (root[0] != '/' || path[0] != '/' || rlen <= 1 || root[rlen - 1] == '/' ||
+		strncmp(path, root, rlen) != 0 || path[rlen] != '/' || strlen(path) >= MAXPGPATH)
+		return false;
+	for (p = path + rlen + 1;;)
+	{
+		size_t part = strcspn(p, "/");
+
+		if (part == 0 || (part == 1 && p[0] == '.') || (part == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (p[part] == '\0')
+			return true;
+		p += part + 1;
+	}
+}
+
+/* True if `a` and `b` are in the same folder. */
+static bool
+same_folder(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/');
+	const char *sb = strrchr(b, '/');
+
+	return sa != NULL && sb != NULL && sa - a == sb - b && strncmp(a, b, sa - a) == 0;
+}
+
+/*
+ * Decode a record kept by the catalog; false if it is not one the undo
+ * wrote: every field is checked (its kind, those the action needs present,
+ * local paths absolute and below the root, a set-aside file beside the
+ * original, numbers whole), so that the step's code may rely on them.
+ */
 bool
 storage_undo_decode(const char *rec, size_t len, StorageUndoStep *step)
 {
@@ -125,18 +191,48 @@ storage_undo_decode(const char *rec, size_t len, StorageUndoStep *step)
 	size_t pos = 0;
 	unsigned long long dev;
 	unsigned long long ino;
+	int used = 0;
+	char action;
+	bool s3;
 
 	memset(step, 0, sizeof(*step));
 	for (int i = 0; i < NUM_FIELDS; i++)
 		if (!get_field(rec, len, &pos, &f[i], &flen[i]))
 			return false;
-	if (pos != len || f[0] == NULL || f[1] == NULL || f[2] == NULL || f[3] == NULL ||
-		f[6] == NULL || f[7] == NULL || f[9] == NULL || f[11] == NULL ||
-		(f[0][0] != UNDO_REMOVE && f[0][0] != UNDO_PUT_BACK) ||
-		sscanf(f[7], "%llu:%llu", &dev, &ino) != 2)
+	if (pos != len)
 		return false;
-	step->action = f[0][0];
-	step->s3 = f[1][0] == 's';
+	/* the fields that are text, and those every step has */
+	for (int i = 0; i < NUM_FIELDS; i++)
+		if (i != 8 && i != 10 && f[i] != NULL && !is_text(f[i], flen[i]))
+			return false;
+	if (f[0] == NULL || flen[0] != 1 || f[1] == NULL || flen[1] != 1 || f[2] == NULL ||
+		f[3] == NULL || f[6] == NULL || f[7] == NULL || f[9] == NULL || flen[9] != 1 ||
+		f[11] == NULL)
+		return false;
+	action = f[0][0];
+	s3 = f[1][0] == 's';
+	if ((action != UNDO_REMOVE && action != UNDO_PUT_BACK) || (f[1][0] != 's' && f[1][0] != 'l') ||
+		(f[9][0] != '0' && f[9][0] != '1') || !is_number(f[6], true) || !is_number(f[11], false) ||
+		sscanf(f[7], "%llu:%llu%n", &dev, &ino, &used) != 2 || (size_t)used != flen[7])
+		return false;
+	if (s3)
+	{
+		/* an object's key in the store the location's setting names; put back writes `content` */
+		if (pg_strncasecmp(f[2], "s3://", 5) != 0 || flen[3] == 0 ||
+			(action == UNDO_PUT_BACK && f[8] == NULL))
+			return false;
+	}
+	else
+	{
+		/* a file or folder below the local root, and its set-aside original beside it */
+		if (!is_path_below(f[3], f[2]))
+			return false;
+		if (action == UNDO_PUT_BACK && (f[4] == NULL || !is_path_below(f[4], f[2]) ||
+										!same_folder(f[3], f[4]) || strcmp(f[3], f[4]) == 0))
+			return false;
+	}
+	step->action = action;
+	step->s3 = s3;
 	step->location = f[2];
 	step->path = f[3];
 	step->set_aside = f[4];
@@ -153,6 +249,18 @@ storage_undo_decode(const char *rec, size_t len, StorageUndoStep *step)
 	return true;
 }
 
+/* The CRC-32C of a record's bytes, as the spool file keeps it. */
+static pg_crc32c
+record_crc(const char *bytes, size_t len)
+{
+	pg_crc32c crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, bytes, len);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
 /*
  * Keep a step the undo could not do, to write at the end of the abort
  * (storage_spool_write).  Called in abort callbacks: raises only if memory
@@ -164,6 +272,7 @@ storage_spool_add(StorageUndoStep *step)
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 	StringInfoData rec;
 	uint32 n;
+	pg_crc32c crc;
 
 	if (spooled == NULL)
 	{
@@ -175,6 +284,8 @@ storage_spool_add(StorageUndoStep *step)
 	serialize(&rec, step);
 	n = (uint32)rec.len;
 	appendBinaryStringInfo(spooled, (const char *)&n, sizeof(n));
+	crc = record_crc(rec.data, rec.len);
+	appendBinaryStringInfo(spooled, (const char *)&crc, sizeof(crc));
 	appendBinaryStringInfo(spooled, rec.data, rec.len);
 	pfree(rec.data);
 	n_spooled++;
@@ -260,9 +371,87 @@ storage_spool_write(void)
 }
 
 /*
+ * Set a spool file that fails the checks aside, renamed "<name>.bad", so
+ * that no later round meets it again; the log says why.
+ */
+static void
+set_aside_bad(const char *path, const char *why)
+{
+	char *bad = psprintf("%s.bad", path);
+
+	if (rename(path, bad) != 0)
+		ereport(WARNING, (errcode_for_file_access(),
+						  errmsg("lance_namespace: undo spool file \"%s\" %s, and could not be "
+								 "set aside as \"%s\": %m",
+								 path, why, bad)));
+	else
+		ereport(WARNING,
+				(errmsg("lance_namespace: undo spool file \"%s\" %s: set aside as \"%s\"", path,
+						why, bad),
+				 errhint("None of its steps is done; see whether what they name needs cleaning "
+						 "up by hand.")));
+}
+
+/*
+ * The records of spool file `name` (its `size` bytes), appended to
+ * *records; NULL if all passed the checks, else why not (nothing is
+ * appended then).
+ */
+static const char *
+read_records(const char *name, char *bytes, size_t size, StorageSpooled **records, int *n, int *cap)
+{
+	size_t pos = strlen(SPOOL_MAGIC);
+	int first = *n;
+	int index = 0;
+
+	if (size < pos || memcmp(bytes, SPOOL_MAGIC, pos) != 0)
+		return "is not an undo spool file";
+	while (pos < size)
+	{
+		uint32 len;
+		pg_crc32c crc;
+		StorageSpooled *r;
+
+		CHECK_FOR_INTERRUPTS();
+		if (size - pos < sizeof(len) + sizeof(crc))
+			break;
+		memcpy(&len, bytes + pos, sizeof(len));
+		memcpy(&crc, bytes + pos + sizeof(len), sizeof(crc));
+		pos += sizeof(len) + sizeof(crc);
+		if (len > size - pos)
+			break;
+		if (*n == *cap)
+			*records = repalloc_huge(*records, sizeof(StorageSpooled) * (*cap *= 2));
+		r = &(*records)[*n];
+		r->name = psprintf("%s#%d", name, index++);
+		r->record = bytes + pos;
+		r->len = len;
+		pos += len;
+		if (record_crc(r->record, r->len) != crc)
+		{
+			*n = first;
+			return psprintf("has a damaged record (#%d: its checksum does not match)", index - 1);
+		}
+		if (!storage_undo_decode(r->record, r->len, &r->step))
+		{
+			*n = first;
+			return psprintf("has a record that is not an undo step (#%d)", index - 1);
+		}
+		(*n)++;
+	}
+	if (pos != size)
+	{
+		*n = first;
+		return "is truncated";
+	}
+	return NULL;
+}
+
+/*
  * The spooled records of this database, each with its name ("<file>#<n>"),
  * to take over; the files are removed when the caller's transaction commits
- * (storage_spool_end_transaction).  A damaged file is left, with a warning.
+ * (storage_spool_end_transaction).  A file that cannot be read is left, with
+ * a warning; one that fails the checks is set aside (set_aside_bad).
  */
 int
 storage_spool_read(StorageSpooled **records)
@@ -282,10 +471,9 @@ storage_spool_read(StorageSpooled **records)
 		size_t nlen = strlen(de->d_name);
 		char *path;
 		char *bytes;
+		const char *why;
 		int fd;
 		struct stat st;
-		size_t pos = strlen(SPOOL_MAGIC);
-		int index = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || nlen < 6 ||
@@ -302,34 +490,19 @@ storage_spool_read(StorageSpooled **records)
 			continue;
 		}
 		bytes = MemoryContextAllocHuge(CurrentMemoryContext, st.st_size + 1);
-		if (read(fd, bytes, st.st_size) != st.st_size || st.st_size < (off_t)pos ||
-			memcmp(bytes, SPOOL_MAGIC, pos) != 0)
+		if (read(fd, bytes, st.st_size) != st.st_size)
 		{
 			(void)CloseTransientFile(fd);
-			ereport(WARNING, (errmsg("lance_namespace: \"%s\" is not an undo spool file", path)));
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("lance_namespace: could not read \"%s\": %m", path)));
 			continue;
 		}
 		(void)CloseTransientFile(fd);
-		while (pos + sizeof(uint32) <= (size_t)st.st_size)
+		why = read_records(de->d_name, bytes, (size_t)st.st_size, records, &n, &cap);
+		if (why != NULL)
 		{
-			uint32 len;
-			StorageSpooled *r;
-
-			memcpy(&len, bytes + pos, sizeof(len));
-			pos += sizeof(len);
-			if (pos + len > (size_t)st.st_size)
-				break;
-			if (n == cap)
-				*records = repalloc(*records, sizeof(StorageSpooled) * (cap *= 2));
-			r = &(*records)[n];
-			r->name = psprintf("%s#%d", de->d_name, index++);
-			r->record = bytes + pos;
-			r->len = len;
-			pos += len;
-			if (!storage_undo_decode(r->record, r->len, &r->step))
-				ereport(WARNING, (errmsg("lance_namespace: record %s is damaged", r->name)));
-			else
-				n++;
+			set_aside_bad(path, why);
+			continue;
 		}
 		{
 			MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);

@@ -9,7 +9,12 @@
 #      folders open for (64) has the last table's _versions swapped for a link:
 #      that undo cannot reach its folder, so it is spooled; once the folder
 #      is back, lance_sweep_leftovers() removes the final manifest and the
-#      catalog's list of waiting undo is empty.
+#      catalog's list of waiting undo is empty;
+#   3. spool files that are damaged or crafted (a put-back with no set-aside
+#      file though its checksum matches, a record cut short, the old format
+#      without checksums) are set aside as "<name>.bad" with a warning by
+#      lance_sweep_leftovers(), the server does not crash, and a valid
+#      spool file of the same round is done.
 #
 # Deterministic: the swaps are done from the session itself (\!) between
 # the version's creation and the ROLLBACK.  Runs as root and starts its own
@@ -116,6 +121,63 @@ check "a version committed later is left alone by rounds" "1" \
 	"$(sql -c "SELECT lance_create_table_version('$(request "m$N")') #>> '{version,version}'")"
 sql -c "SELECT lance_sweep_leftovers()" >/dev/null
 check "its final manifest stays" "yes" "$([[ -f "$M/_versions/$FINAL" ]] && echo yes || echo no)"
+
+# 3. damaged and crafted spool files
+DBOID="$(sql -c "SELECT oid FROM pg_database WHERE datname = 'undo'")"
+STARTED="$(sql -c "SELECT pg_postmaster_start_time()")"
+SPOOL="$PGDATA_DIR/lance_namespace_undo"
+as_postgres sh -c "printf 'set aside\n' >'$TABLES/ns/kept.aside'"
+# spoolfile <name> <format> <fields...>: a spool file of one record ("-" is a field that is none);
+# format: ok, truncated (the record cut short), nocrc (the old format: no checksum)
+spoolfile() {
+	python3 - "$SPOOL/$1" "$2" "${@:3}" <<'PY'
+import struct, sys
+def crc32c(data):
+    crc = 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+path, form, fields = sys.argv[1], sys.argv[2], sys.argv[3:]
+rec = b"".join(struct.pack("<I", 0xffffffff) if f == "-" else struct.pack("<I", len(f.encode())) + f.encode()
+               for f in fields)
+if form == "nocrc":
+    data = b"LNUNDO1\n" + struct.pack("<I", len(rec)) + rec
+else:
+    data = b"LNUNDO2\n" + struct.pack("<II", len(rec), crc32c(rec)) + rec
+if form == "truncated":
+    data = data[:-5]
+open(path, "wb").write(data)
+PY
+	chown postgres "$SPOOL/$1" 2>/dev/null || true
+}
+# a put-back: location, path, set-aside
+putback() { echo p l "$TABLES" "$1" "$2" - -1 0:0 - 0 - 7; }
+# shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-1.spool" ok $(putback "$TABLES/ns/x" -)
+# shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-2.spool" ok $(putback nothing-below-the-root "$TABLES/ns/x.aside")
+# shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-3.spool" truncated $(putback "$TABLES/ns/kept" "$TABLES/ns/kept.aside")
+# shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-4.spool" nocrc $(putback "$TABLES/ns/kept" "$TABLES/ns/kept.aside")
+# shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-5.spool" ok $(putback "$TABLES/ns/kept" "$TABLES/ns/kept.aside")
+sql -c "SELECT lance_sweep_leftovers()" >/dev/null 2>"$WORK/sweep.err" || true
+check "the sweep over damaged spool files does not crash the server" "$STARTED" \
+	"$(sql -c "SELECT pg_postmaster_start_time()" 2>/dev/null || echo down)"
+check "each damaged file is set aside as <name>.bad" "1 2 3 4" \
+	"$(cd "$SPOOL" && ls -- *.spool.bad 2>/dev/null | sed -E 's/^[0-9]+-1-1-([0-9])\.spool\.bad$/\1/' | sort | tr '\n' ' ' | sed 's/ $//')"
+check "with a warning naming each" "4" "$(grep -c 'undo spool file .*set aside as' "$WORK/sweep.err" || true)"
+check "a missing set-aside file is named as a record that is no undo step" "1" \
+	"$(grep -c '1-1-1.spool" has a record that is not an undo step' "$WORK/sweep.err" || true)"
+check "the valid file of the same round is done: the original is back" "yes" \
+	"$([[ -f "$TABLES/ns/kept" && ! -e "$TABLES/ns/kept.aside" ]] && echo yes || echo no)"
+check "no spool file and no step is left" "0|0" \
+	"$(find "$SPOOL" -name '*.spool' | wc -l)|$(sql -c "SELECT count(*) FROM lance_catalog.storage_undo")"
+sql -c "SELECT lance_sweep_leftovers()" >/dev/null 2>"$WORK/sweep2.err"
+check "a later round does not meet the set-aside files again" "0" "$(grep -c 'spool' "$WORK/sweep2.err" || true)"
 
 echo
 say "undo test: $CHECKS checks, $FAILS failed, $((SECONDS - START)) s"
