@@ -163,13 +163,15 @@ spoolfile "$DBOID-1-1-3.spool" truncated $(putback "$TABLES/ns/kept" "$TABLES/ns
 # shellcheck disable=SC2046
 spoolfile "$DBOID-1-1-4.spool" nocrc $(putback "$TABLES/ns/kept" "$TABLES/ns/kept.aside")
 # shellcheck disable=SC2046
+spoolfile "$DBOID-1-1-6.spool" nocrc $(putback "$TABLES/ns/x" -)
+# shellcheck disable=SC2046
 spoolfile "$DBOID-1-1-5.spool" ok $(putback "$TABLES/ns/kept" "$TABLES/ns/kept.aside")
 sql -c "SELECT lance_sweep_leftovers()" >/dev/null 2>"$WORK/sweep.err" || true
 check "the sweep over damaged spool files does not crash the server" "$STARTED" \
 	"$(sql -c "SELECT pg_postmaster_start_time()" 2>/dev/null || echo down)"
-check "each damaged file is set aside as <name>.bad" "1 2 3 4" \
+check "each damaged file is set aside as <name>.bad" "1 2 3 4 6" \
 	"$(cd "$SPOOL" && ls -- *.spool.bad 2>/dev/null | sed -E 's/^[0-9]+-1-1-([0-9])\.spool\.bad$/\1/' | sort | tr '\n' ' ' | sed 's/ $//')"
-check "with a warning naming each" "4" "$(grep -c 'undo spool file .*set aside as' "$WORK/sweep.err" || true)"
+check "with a warning naming each" "5" "$(grep -c 'undo spool file .*set aside as' "$WORK/sweep.err" || true)"
 check "a missing set-aside file is named as a record that is no undo step" "1" \
 	"$(grep -c '1-1-1.spool" has a record that is not an undo step' "$WORK/sweep.err" || true)"
 check "the valid file of the same round is done: the original is back" "yes" \
