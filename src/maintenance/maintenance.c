@@ -19,6 +19,8 @@
 #include "access/xlog.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "nodes/value.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -322,6 +324,7 @@ maintenance_finish_undo(void)
 {
 	StorageSpooled *spooled;
 	CatalogUndo *due;
+	List *failed_stores = NIL;
 	int n;
 	int done = 0;
 	int waiting = 0;
@@ -356,11 +359,23 @@ maintenance_finish_undo(void)
 	{
 		StorageUndoStep step;
 		char *error = NULL;
+		char *store;
+		bool ok;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!storage_undo_decode(due[i].step, due[i].len, &step))
 		{
 			catalog_undo_failed(due[i].spool, "the step's record is damaged");
+			continue;
+		}
+		/*
+		 * A store that failed a step this round is not asked again until
+		 * the next: each step would wait out lance_namespace.storage_timeout.
+		 */
+		store = storage_undo_endpoint(&step);
+		if (store != NULL && list_member(failed_stores, makeString(store)))
+		{
+			waiting++;
 			continue;
 		}
 		/* a writer of this final manifest's version is in flight: next round */
@@ -369,9 +384,12 @@ maintenance_finish_undo(void)
 			waiting++;
 			continue;
 		}
-		if ((step.version >= 0 && step.action == UNDO_REMOVE &&
-			 catalog_version_at_location(step.location, step.branch, step.version)) ||
-			storage_retry_undo(&step, &error))
+		ok = (step.version >= 0 && step.action == UNDO_REMOVE &&
+			  catalog_version_at_location(step.location, step.branch, step.version)) ||
+			 storage_retry_undo(&step, &error);
+		/* held for the check and the removal only (storage_unlock_final_name says why) */
+		storage_undo_unlock(&step);
+		if (ok)
 		{
 			catalog_undo_done(due[i].spool);
 			done++;
@@ -379,6 +397,8 @@ maintenance_finish_undo(void)
 		else
 		{
 			catalog_undo_failed(due[i].spool, error);
+			if (store != NULL)
+				failed_stores = lappend(failed_stores, makeString(store));
 			waiting++;
 		}
 	}

@@ -90,6 +90,8 @@ extern bool storage_has_local_roots(void);
 extern int storage_spool_read(StorageSpooled **records);
 extern bool storage_undo_decode(const char *record, size_t len, StorageUndoStep *step);
 extern bool storage_undo_try_lock(const StorageUndoStep *step);
+extern void storage_undo_unlock(const StorageUndoStep *step);
+extern char *storage_undo_endpoint(const StorageUndoStep *step);
 extern bool storage_retry_undo(const StorageUndoStep *step, char **error);
 extern void storage_sweep_table(const char *location, int *removed, int *restored);
 extern void storage_lock_folder(const char *path, bool exclusive);

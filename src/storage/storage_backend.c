@@ -280,8 +280,9 @@ storage_check_setting(const char *location, const LnMap *options)
  * For a final manifest's removal: take its name's partition lock without
  * waiting, exclusively where a writer of that version holds it shared
  * (storage_lock_final_name), so that the removal never meets a writer in
- * flight; held until the caller's transaction ends.  False if a writer
- * holds it: the step waits.  Other steps need no lock.
+ * flight; the caller releases it (storage_undo_unlock) right after the
+ * step.  False if a writer holds it: the step waits.  Other steps need no
+ * lock.
  */
 bool
 storage_undo_try_lock(const StorageUndoStep *step)
@@ -289,6 +290,26 @@ storage_undo_try_lock(const StorageUndoStep *step)
 	if (step->version < 0 || step->action != UNDO_REMOVE)
 		return true;
 	return storage_try_lock_final_name(step->s3 ? s3_final_name_of(step) : step->path);
+}
+
+/* Release what storage_undo_try_lock took (see storage_unlock_final_name for why it is safe). */
+void
+storage_undo_unlock(const StorageUndoStep *step)
+{
+	if (step->version < 0 || step->action != UNDO_REMOVE)
+		return;
+	storage_unlock_final_name(step->s3 ? s3_final_name_of(step) : step->path);
+}
+
+/*
+ * The store an S3 step reaches (its setting's endpoint and bucket), for a
+ * round to stop the steps of a store after its first failure; NULL for a
+ * local step or one no setting covers.
+ */
+char *
+storage_undo_endpoint(const StorageUndoStep *step)
+{
+	return step->s3 ? s3_undo_endpoint(step) : NULL;
 }
 
 /*

@@ -127,6 +127,8 @@ extern void storage_spool_end_transaction(bool commit);
 extern void local_retry_undo(const StorageUndoStep *step);
 extern void s3_retry_undo(const StorageUndoStep *step);
 extern bool storage_try_lock_final_name(const char *path);
+extern void storage_unlock_final_name(const char *path);
+extern char *s3_undo_endpoint(const StorageUndoStep *step);
 extern char *s3_final_name_of(const StorageUndoStep *step);
 
 /* storage_refs.c */

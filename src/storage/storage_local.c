@@ -576,10 +576,13 @@ storage_unlock_final_name_exact(const char *path)
 
 /*
  * For a removal the maintenance round retries: hold the partition of final
- * manifest `path` exclusively, without waiting, until the caller's
- * transaction ends, so that no writer of that name is in flight while the
- * round checks that no version holds it and removes it.  False if a writer
- * holds the partition: the step waits for a later round.
+ * manifest `path` exclusively, without waiting, so that no writer of that
+ * name is in flight while the round checks that no version holds it and
+ * removes it.  False if a writer holds the partition: the step waits for a
+ * later round.  The round releases it right after the step
+ * (storage_unlock_final_name), not at its commit: a partition covers many
+ * tables' names, and a round of many steps against a store that does not
+ * answer would stall every writer of those partitions for its whole length.
  */
 bool
 storage_try_lock_final_name(const char *path)
@@ -588,6 +591,24 @@ storage_try_lock_final_name(const char *path)
 
 	final_name_tag(&tag, path, false);
 	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Release what storage_try_lock_final_name took, once its step's check and
+ * removal are over.  Safe before the round commits: the removal already
+ * happened (or failed, and changed nothing), and the round writes nothing
+ * on storage after it; a writer that takes the partition after the release
+ * inserts its own version row and links its own file at the name, which the
+ * round no longer touches.  (The round's own catalog change, the step's row
+ * deleted, concerns no writer.)
+ */
+void
+storage_unlock_final_name(const char *path)
+{
+	LOCKTAG tag;
+
+	final_name_tag(&tag, path, false);
+	(void)LockRelease(&tag, ExclusiveLock, false);
 }
 
 /* Keep a step the undo could not do for the next maintenance round (storage_spool.c). */

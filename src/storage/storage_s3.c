@@ -1018,6 +1018,17 @@ s3_final_name_of(const StorageUndoStep *step)
 	return psprintf("s3://%s/%s", bucket, step->path);
 }
 
+/* The store of a spooled step ("<endpoint>/<bucket>"), NULL if no setting covers it. */
+char *
+s3_undo_endpoint(const StorageUndoStep *step)
+{
+	S3Table t;
+
+	if (!find_table(step->location, &t))
+		return NULL;
+	return psprintf("%s/%s", t.store.endpoint, t.store.bucket);
+}
+
 /* Whether the object at `key` holds what a spooled step expects (`left`, or nothing). */
 static bool
 holds_what_was_left(const S3Table *t, const StorageUndoStep *step)

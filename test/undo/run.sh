@@ -111,6 +111,15 @@ check "while the folder is a link, the step waits in the catalog with its error"
 check "the spool file is gone once the catalog holds its step" "0" \
 	"$(find "$PGDATA_DIR/lance_namespace_undo" -name '*.spool' | wc -l)"
 check "the link's target is untouched" "yes" "$([[ -f "$WORK/elsewhere-last/$FINAL" ]] && echo yes || echo no)"
+# the round holds a final name's partition lock only for its step, not to its commit: seen from
+# the round's own statement, after the step failed
+sql -c "UPDATE lance_catalog.storage_undo SET next_attempt = now()"
+check "after a failing step the round holds no final-name partition lock" "0" \
+	"$(sql -c "WITH r AS MATERIALIZED (SELECT lance_sweep_leftovers() AS n)
+		SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 19792
+		          AND pid = pg_backend_pid() AND granted)
+		  FROM r" 2>/dev/null)"
+check "(the round did try the step, and it failed again)" "2" "$(sql -c "SELECT attempts FROM lance_catalog.storage_undo")"
 rm "$M/_versions" && mv "$M/real" "$M/_versions"
 sql -c "UPDATE lance_catalog.storage_undo SET next_attempt = now()" # not wait for the backoff
 sql -c "SELECT lance_sweep_leftovers()" >/dev/null
