@@ -40,6 +40,13 @@ static int total_timeout_ms = 30000;
 
 #define MAX_ATTEMPTS	 3
 #define QUIET_TIMEOUT_MS 5000
+/*
+ * A call made while interrupts are held (the copy that makes a final
+ * manifest: a cancel waits for its outcome) gets this at most, whatever
+ * storage_timeout (which anyone may set to an hour) says: a cancel or a
+ * terminate must not wait longer.
+ */
+#define HELD_TIMEOUT_MS 60000
 /* a background request runs only while later requests do: its answer may be read late */
 #define BACKGROUND_TIMEOUT_MS 600000
 
@@ -393,7 +400,9 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 	 * seconds at most, so that an undo never waits long on a store.
 	 */
 	TimestampTz deadline = TimestampTzPlusMilliseconds(
-		GetCurrentTimestamp(), quiet ? Min(total_timeout_ms, QUIET_TIMEOUT_MS) : total_timeout_ms);
+		GetCurrentTimestamp(), quiet					   ? Min(total_timeout_ms, QUIET_TIMEOUT_MS)
+							   : InterruptHoldoffCount > 0 ? Min(total_timeout_ms, HELD_TIMEOUT_MS)
+														   : total_timeout_ms);
 	struct curl_slist *headers;
 	Attempt attempt;
 	Gathered got = {NULL, 0, 0, max_len, false};
