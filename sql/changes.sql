@@ -578,6 +578,20 @@ SELECT lance_process_drops() >= 1 AS processed;
 SELECT status, properties ->> 'reason' AS reason FROM log
  WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
 SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/again.lance') AS again_present;
+-- A drop its maker stopped (set Failed with AlterTransaction before it was
+-- processed) is no failure to retry: lance_retry_drops() leaves it Failed
+-- and its data stays.
+\! mkdir -p /tmp/lance_namespace_changes/root/ns/stopped.lance && echo stopped > /tmp/lance_namespace_changes/root/ns/stopped.lance/data && chmod -R 777 /tmp/lance_namespace_changes/root/ns/stopped.lance
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "stopped"], "location": "/tmp/lance_namespace_changes/root/ns/stopped.lance"}'));
+UPDATE lance_catalog.object SET location_derived = true
+ WHERE kind = 'table' AND name = 'stopped'
+   AND parent_id = (SELECT id FROM lance_catalog.object WHERE parent_id = 0 AND name = 'ch_local');
+SELECT lance_drop_table('{"id": ["ch_local", "stopped"]}') ->> 'transaction_id' AS stop_tx \gset
+SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Failed"}}]');
+SELECT lance_retry_drops() >= 0 AS retried;
+SELECT lance_process_drops() >= 0 AS processed;
+SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'stop_tx')));
+SELECT rtrim(pg_read_file('/tmp/lance_namespace_changes/root/ns/stopped.lance/data'), E'\n') AS stopped_data;
 
 SELECT lance_drop_namespace('{"id": ["ch_local"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_changes

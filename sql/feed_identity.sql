@@ -140,6 +140,50 @@ SET ROLE regress_fi_none;
 SELECT operation, objects, versions, seq = :last_seq AS at_the_end FROM lance_changes(:before_hidden, 100) ORDER BY seq;
 RESET ROLE;
 
+-- One call looks at no more than ten entries per entry it may answer, at
+-- least 100: a reader that may see none of 130 entries gets, asking for 5,
+-- the position row at 100 entries on, then at the end.
+SELECT max(seq) AS before_many FROM lance_catalog.change \gset
+SELECT count(lance_create_table_version(jsonb_build_object('id', '["fi", "x", "t"]'::jsonb,
+           'version', v, 'manifest_path', 'm/' || v))) AS hidden_entries
+  FROM generate_series(100, 229) v;
+SET ROLE regress_fi_none;
+SELECT seq - :before_many AS scanned, operation FROM lance_changes(:before_many, 5);
+SELECT seq - :before_many AS scanned, operation FROM lance_changes(:before_many + 100, 5);
+-- asking for 20 looks at up to 200
+SELECT seq - :before_many AS scanned, operation FROM lance_changes(:before_many, 20);
+RESET ROLE;
+
+-- Names do not leak through the feed: a table moved out of a namespace the
+-- reader cannot see keeps that namespace's name in its entries, which the
+-- reader is not shown while that namespace is there (every namespace on an
+-- entry's paths counts, not only the object's last one), nor once it is
+-- gone (its nearest namespace still there, here the root, counts).
+CREATE ROLE regress_fi_mallory;
+SELECT max(seq) AS leak_start FROM lance_catalog.change \gset
+SELECT lance_create_namespace('{"id": ["fi_hr_secret"]}') ? 'transaction_id' AS created;
+SELECT lance_create_namespace('{"id": ["fi_pub"]}') ? 'transaction_id' AS created;
+SELECT lance_grant('{"id": ["fi_pub"], "role": "regress_fi_mallory", "privilege": "read"}') ->> 'changed' AS granted;
+SELECT lance_declare_table('{"id": ["fi_hr_secret", "plan_2027"], "location": "s3://fi/plan.lance"}') ? 'location' AS declared;
+SELECT lance_rename_table('{"id": ["fi_hr_secret", "plan_2027"], "new_table_name": "tbl", "new_namespace_id": ["fi_pub"]}') ? 'transaction_id' AS moved;
+SELECT lance_rename_table('{"id": ["fi_pub", "tbl"], "new_table_name": "tbl2"}') ? 'transaction_id' AS renamed_in_pub;
+SET ROLE regress_fi_mallory;
+SELECT operation, objects FROM lance_changes(:leak_start, 100) WHERE operation IS NOT NULL ORDER BY seq;
+SELECT lance_describe_namespace('{"id": ["fi_hr_secret"]}');
+RESET ROLE;
+SELECT lance_drop_namespace('{"id": ["fi_hr_secret"]}') ? 'transaction_id' AS dropped;
+SET ROLE regress_fi_mallory;
+SELECT operation, objects FROM lance_changes(:leak_start, 100) WHERE operation IS NOT NULL ORDER BY seq;
+RESET ROLE;
+-- read on the root shows them all
+SELECT lance_grant('{"id": [], "role": "regress_fi_mallory", "privilege": "read"}') ->> 'changed' AS granted;
+SET ROLE regress_fi_mallory;
+SELECT operation, objects FROM lance_changes(:leak_start, 100) WHERE operation IS NOT NULL ORDER BY seq;
+RESET ROLE;
+SELECT lance_revoke('{"id": [], "role": "regress_fi_mallory", "privilege": "read"}') ->> 'changed' AS revoked;
+SELECT lance_drop_namespace('{"id": ["fi_pub"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
+DROP ROLE regress_fi_mallory;
+
 SELECT lance_drop_namespace('{"id": ["fi_ns"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SELECT lance_drop_namespace('{"id": ["fi"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SELECT lance_drop_namespace('{"id": ["fi$x"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;

@@ -132,6 +132,12 @@ DECLARE
     expected bigint;
     returned integer := 0;
     last_returned bigint := 0;
+    -- Entries one call looks at, whoever may see them: ten per entry it may
+    -- answer, at least 100.  A reader that may see few entries would
+    -- otherwise walk the whole log in one call; at the cap the position row
+    -- ends the answer and the next call goes on from there.
+    examined bigint := 0;
+    max_examined bigint := GREATEST(10 * GREATEST(max_entries, 0)::bigint, 100);
 BEGIN
     -- A standby cannot see the locks of the primary's writers in flight, so
     -- it cannot tell a gap that will fill from one that will not.
@@ -151,7 +157,7 @@ BEGIN
     END IF;
     -- entries are numbered from 1: an "after" below that means from the start
     expected := GREATEST(after, 0) + 1;
-    WHILE returned < max_entries LOOP
+    WHILE returned < max_entries AND examined < max_examined LOOP
         found_seq := lance_catalog.next_change(expected);
         EXIT WHEN found_seq IS NULL;
         IF found_seq > expected THEN
@@ -160,6 +166,7 @@ BEGIN
             -- none is in flight; one may have committed since the look-up
             CONTINUE WHEN lance_catalog.next_change(expected) < found_seq;
         END IF;
+        examined := examined + 1;
         SELECT * INTO entry FROM lance_catalog.visible_change c WHERE c.seq = found_seq;
         IF FOUND THEN
             RETURN NEXT entry;
@@ -180,8 +187,9 @@ END
 $$;
 
 -- Retrying failed drops (0.5.0): lance_retry_drops() queues every DropTable
--- that ended Failed again (for the worker or lance_process_drops()) and
--- answers how many; an administrator's call.
+-- that the drop processor failed again (for the worker or
+-- lance_process_drops()) and answers how many; an administrator's call.  A
+-- drop its maker set Failed (change.drop_failed false) stays Failed.
 CREATE FUNCTION lance_retry_drops() RETURNS integer
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION lance_retry_drops() FROM PUBLIC;
@@ -221,3 +229,14 @@ CREATE FUNCTION lance_adopt_storage() RETURNS jsonb
 
 REVOKE EXECUTE ON FUNCTION lance_adopt_storage() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_adopt_storage() TO lance_admin;
+
+-- Retrying only the drops the processor failed (0.5.0): a DropTable its
+-- maker set Failed with AlterTransaction is a stop that lance_retry_drops()
+-- leaves alone.  Drops that failed before 0.5.0 cannot tell which they were:
+-- none is retried by it (an administrator requeues one with
+-- AlterTransaction's setStatusAction Queued).
+ALTER TABLE lance_catalog.change ADD COLUMN drop_failed boolean NOT NULL DEFAULT false;
+-- the view over the log shows the new column, as a fresh install's does
+CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
+    SELECT * FROM lance_catalog.change c
+     WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);

@@ -122,7 +122,11 @@ CREATE TABLE lance_catalog.change (
     -- role (role is its name then).  Readers are judged by these.
     object_ids     bigint[] NOT NULL DEFAULT '{}',
     namespace_ids  bigint[] NOT NULL DEFAULT '{}',
-    role_id        regrole
+    role_id        regrole,
+    -- (0.5.0) A Failed DropTable that the drop processor failed, which
+    -- lance_retry_drops() may queue again; false for one its maker set
+    -- Failed with AlterTransaction (a stop), which it leaves alone.
+    drop_failed    boolean NOT NULL DEFAULT false
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
@@ -246,6 +250,12 @@ DECLARE
     expected bigint;
     returned integer := 0;
     last_returned bigint := 0;
+    -- Entries one call looks at, whoever may see them: ten per entry it may
+    -- answer, at least 100.  A reader that may see few entries would
+    -- otherwise walk the whole log in one call; at the cap the position row
+    -- ends the answer and the next call goes on from there.
+    examined bigint := 0;
+    max_examined bigint := GREATEST(10 * GREATEST(max_entries, 0)::bigint, 100);
 BEGIN
     -- A standby cannot see the locks of the primary's writers in flight, so
     -- it cannot tell a gap that will fill from one that will not.
@@ -265,7 +275,7 @@ BEGIN
     END IF;
     -- entries are numbered from 1: an "after" below that means from the start
     expected := GREATEST(after, 0) + 1;
-    WHILE returned < max_entries LOOP
+    WHILE returned < max_entries AND examined < max_examined LOOP
         found_seq := lance_catalog.next_change(expected);
         EXIT WHEN found_seq IS NULL;
         IF found_seq > expected THEN
@@ -274,6 +284,7 @@ BEGIN
             -- none is in flight; one may have committed since the look-up
             CONTINUE WHEN lance_catalog.next_change(expected) < found_seq;
         END IF;
+        examined := examined + 1;
         SELECT * INTO entry FROM lance_catalog.visible_change c WHERE c.seq = found_seq;
         IF FOUND THEN
             RETURN NEXT entry;
@@ -480,8 +491,9 @@ GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text)
     lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() TO lance_admin;
 
 -- Retrying failed drops (0.5.0): lance_retry_drops() queues every DropTable
--- that ended Failed again (for the worker or lance_process_drops()) and
--- answers how many; an administrator's call.
+-- that the drop processor failed again (for the worker or
+-- lance_process_drops()) and answers how many; an administrator's call.  A
+-- drop its maker set Failed (change.drop_failed false) stays Failed.
 CREATE FUNCTION lance_retry_drops() RETURNS integer
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION lance_retry_drops() FROM PUBLIC;

@@ -86,8 +86,19 @@ extern char *catalog_insert_change(const char *operation, int nobjects, char **o
 								   int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
 							   LnMap *properties, char **role, Oid *role_id);
+/*
+ * Who sets an entry's status, for lance_retry_drops(), which queues again
+ * only the drops the processor failed, never one its maker stopped.
+ */
+typedef enum ChangeSetter
+{
+	CHANGE_SET_BY_PROCESSOR, /* the drop processor: its Failed may be retried */
+	CHANGE_SET_BY_CALLER,	 /* AlterTransaction's setStatusAction: never retried */
+	CHANGE_SET_PROPERTIES	 /* the status stays as it is, and so does who set it */
+} ChangeSetter;
+
 extern void catalog_set_change(const char *transaction_id, const char *status,
-							   const LnMap *properties);
+							   const LnMap *properties, ChangeSetter setter);
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 extern int catalog_requeue_failed_drops(void);
 

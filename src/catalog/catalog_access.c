@@ -49,24 +49,49 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 3,
 		 {INT8OID, OIDOID, TEXTARRAYOID}},
 	/*
-	 * Read on the last object of path $1 (0, the namespaces below the root
-	 * down to it, then it) that is still there: the object itself, or, once it
-	 * is gone, the nearest namespace that was above it.  Ids are never used
-	 * again, so what is found is what the path named.
+	 * Whether role $2 may see every name path $1 (0, the namespaces below the
+	 * root down to the object, then it) holds, so that an entry shows no name
+	 * its reader could not see otherwise.  Read is needed on the path's last
+	 * id if it is still there, else on the nearest one before it that is; on
+	 * the nearest one still there before any id that is gone; and on every
+	 * namespace of the path still there that is not above the first of these
+	 * now (one above it is named by that object's own id; one it was moved
+	 * out of is not).  Read on one includes read through a namespace above it
+	 * now.  Ids are never used again, so what is found is what the path
+	 * named.  A few look-ups per id of the path.
 	 */
 	[STMT_MAY_READ_PATH] =
-		{"WITH RECURSIVE last(id) AS ("
-		 "   SELECT o.id FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)"
-		 "     JOIN lance_catalog.object o ON o.id = p.id"
-		 "    ORDER BY p.n DESC LIMIT 1),"
-		 " up(id) AS ("
+		{"WITH RECURSIVE p(id, n) AS ("
+		 "   SELECT * FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY),"
+		 /* per id: itself if it is still there, else the nearest before it that is */
+		 " k(id, n, there) AS ("
+		 "   SELECT (SELECT q.id FROM p q JOIN lance_catalog.object o ON o.id = q.id"
+		 "            WHERE q.n <= p.n ORDER BY q.n DESC LIMIT 1), p.n,"
+		 "          EXISTS (SELECT FROM lance_catalog.object o WHERE o.id = p.id)"
+		 "     FROM p),"
+		 " last(id) AS (SELECT id FROM k ORDER BY n DESC LIMIT 1),"
+		 " above_last(id) AS ("
 		 "   SELECT id FROM last"
 		 "   UNION ALL"
-		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
+		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN above_last a ON o.id = a.id"
+		 "    WHERE o.parent_id IS NOT NULL),"
+		 " named(id) AS ("
+		 "   SELECT id FROM last"
+		 "   UNION"
+		 "   SELECT k.id FROM k"
+		 "    WHERE k.n > 1 AND NOT (k.there AND k.id IN (SELECT id FROM above_last))),"
+		 " up(start, id) AS ("
+		 "   SELECT id, id FROM named WHERE id IS NOT NULL"
+		 "   UNION"
+		 "   SELECT up.start, o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
 		 "    WHERE o.parent_id IS NOT NULL)"
-		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
-		 "                 WHERE " GRANT_ROLE_IS_LIVE
-		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
+		 " SELECT pg_catalog.cardinality($1::bigint[]) > 0"
+		 "    AND NOT EXISTS (SELECT FROM named"
+		 "     WHERE named.id IS NULL"
+		 "        OR NOT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
+		 "                        WHERE up.start = named.id AND " GRANT_ROLE_IS_LIVE
+		 "                          AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid,"
+		 "                                                     'USAGE')))",
 		 2,
 		 {INT8ARRAYOID, OIDOID}},
 	/* granted again: the row names the role as it is now (see GRANT_ROLE_IS_LIVE) */
@@ -157,8 +182,8 @@ catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
 }
 
 /*
- * True if `role` may read the last object of `path` (n ids: 0, the
- * namespaces below the root, the object) that is still there.
+ * True if `role` may see every name `path` holds (n ids: 0, the namespaces
+ * below the root, the object): see STMT_MAY_READ_PATH.
  */
 bool
 catalog_may_read_path(int n, const int64 *path, Oid role)

@@ -46,11 +46,13 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " FOR UPDATE",
 		 1,
 		 {TEXTOID}},
+	/* $5: whether the processor failed the drop; NULL, as it was */
 	[STMT_SET_CHANGE] = {"UPDATE lance_catalog.change"
-						 "   SET status = $2, properties = pg_catalog.jsonb_object($3, $4)"
+						 "   SET status = $2, properties = pg_catalog.jsonb_object($3, $4),"
+						 "       drop_failed = COALESCE($5, drop_failed)"
 						 " WHERE transaction_id = $1::uuid",
-						 4,
-						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID}},
+						 5,
+						 {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, BOOLOID}},
 	/* SKIP LOCKED: two processors share the queue, and a drop being canceled waits */
 	[STMT_LIST_QUEUED_DROPS] = {"SELECT transaction_id::text, drop_location"
 								"  FROM lance_catalog.change"
@@ -59,10 +61,14 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 								" FOR UPDATE SKIP LOCKED",
 								1,
 								{INT4OID}},
-	/* a drop whose removal failed goes back to the queue; one that queued no folder has none */
-	[STMT_REQUEUE_FAILED_DROPS] = {"UPDATE lance_catalog.change SET status = 'Queued'"
-								   " WHERE status = 'Failed' AND operation = 'DropTable'"
-								   "   AND drop_location IS NOT NULL",
+	/*
+	 * a drop whose removal failed goes back to the queue; one that queued no
+	 * folder has none, and one its maker set Failed (drop_failed false) stays
+	 */
+	[STMT_REQUEUE_FAILED_DROPS] = {"UPDATE lance_catalog.change"
+								   "   SET status = 'Queued', drop_failed = false"
+								   " WHERE status = 'Failed' AND drop_failed"
+								   "   AND operation = 'DropTable' AND drop_location IS NOT NULL",
 								   0,
 								   {InvalidOid}},
 };
@@ -74,7 +80,7 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
 }
 
-/* Queue every Failed drop again; returns how many. */
+/* Queue every drop the processor failed again; returns how many. */
 int
 catalog_requeue_failed_drops(void)
 {
@@ -140,16 +146,26 @@ catalog_get_change(const char *transaction_id, bool for_update, char **status, L
 	return true;
 }
 
+/*
+ * Set a logged transaction's status and properties; `setter` records whether
+ * a Failed status is the processor's (lance_retry_drops() may queue it
+ * again) or the caller's own stop.
+ */
 void
-catalog_set_change(const char *transaction_id, const char *status, const LnMap *properties)
+catalog_set_change(const char *transaction_id, const char *status, const LnMap *properties,
+				   ChangeSetter setter)
 {
-	Datum values[4];
+	Datum values[5];
+	char nulls[6] = "     ";
 
 	values[0] = CStringGetTextDatum(transaction_id);
 	values[1] = CStringGetTextDatum(status);
 	values[2] = catalog_text_array_datum(properties->keys, properties->len);
 	values[3] = catalog_text_array_datum(properties->values, properties->len);
-	execute(STMT_SET_CHANGE, values, NULL, 0);
+	values[4] = BoolGetDatum(setter == CHANGE_SET_BY_PROCESSOR && strcmp(status, "Failed") == 0);
+	if (setter == CHANGE_SET_PROPERTIES)
+		nulls[4] = 'n';
+	execute(STMT_SET_CHANGE, values, nulls, 0);
 }
 
 /* DropTable entries whose data waits for removal, oldest first: their ids and locations. */

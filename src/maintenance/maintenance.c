@@ -143,7 +143,8 @@ run_pending_removals(void)
 			properties.keys[properties.len] = "reason";
 			properties.values[properties.len++] = reason;
 		}
-		catalog_set_change(p->transaction_id, reason ? "Failed" : "Succeeded", &properties);
+		catalog_set_change(p->transaction_id, reason ? "Failed" : "Succeeded", &properties,
+						   CHANGE_SET_BY_PROCESSOR);
 	}
 	catalog_end();
 	PopActiveSnapshot();
@@ -250,7 +251,7 @@ maintenance_process_drops(bool wait)
 		}
 		properties.keys[properties.len] = "reason";
 		properties.values[properties.len++] = reason;
-		catalog_set_change(transaction_ids[i], "Failed", &properties);
+		catalog_set_change(transaction_ids[i], "Failed", &properties, CHANGE_SET_BY_PROCESSOR);
 	}
 	catalog_end();
 	return handled;
@@ -442,9 +443,10 @@ lance_process_drops(PG_FUNCTION_ARGS)
 }
 
 /*
- * lance_retry_drops(): queue the drops that ended Failed again, for the
+ * lance_retry_drops(): queue the drops the processor failed again, for the
  * worker or lance_process_drops() to retry (once what made them fail, such
- * as a folder the server may not remove, is fixed); answers how many.
+ * as a folder the server may not remove, is fixed); answers how many.  A
+ * drop its maker set Failed with AlterTransaction stays: that is a stop.
  * Transactional, as any catalog change: it may run in a transaction block.
  */
 PG_FUNCTION_INFO_V1(lance_retry_drops);

@@ -81,6 +81,7 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 {
 	const char *id = transaction_id_of(req);
 	LnMap *props = &resp->properties;
+	ChangeSetter setter = CHANGE_SET_PROPERTIES;
 
 	if ((req->present & LN_REQ_ACTIONS) == 0 || req->nactions == 0)
 		ln_error(LN_INVALID_INPUT, "field \"actions\" must hold at least one action");
@@ -112,6 +113,8 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 				if (strcmp(resp->status, "Queued") == 0 && !access_caller_is_admin())
 					ln_error(LN_PERMISSION_DENIED,
 							 "only an administrator sets a transaction's status to Queued");
+				/* a drop set Failed here is the caller's stop: lance_retry_drops() leaves it */
+				setter = CHANGE_SET_BY_CALLER;
 				break;
 			case LN_ACTION_SET_PROPERTY:
 				at = ln_map_index(props, a->key);
@@ -150,5 +153,5 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 		}
 	}
 	ln_error_set_element(NULL);
-	catalog_set_change(id, resp->status, props);
+	catalog_set_change(id, resp->status, props, setter);
 }

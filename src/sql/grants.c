@@ -200,9 +200,11 @@ readable_paths(void)
 }
 
 /*
- * Whether the caller may read the last object of `path` (n ids: 0, the
- * namespaces below the root, the object) that is still there (catalog
- * session open).
+ * Whether the caller may see every name `path` holds (n ids: 0, the
+ * namespaces below the root, the object): it may read the object (for one
+ * gone, the nearest namespace before it on the path that is still there),
+ * and every namespace of the path still there that is not above that now
+ * (catalog session open).
  */
 static bool
 may_read_path(int n, const int64 *path)
@@ -240,8 +242,9 @@ may_read_path(int n, const int64 *path)
  * lance_catalog.may_read_change(object_ids, namespace_ids, role_id, role):
  * whether the current user may read a change log entry: one made by a role
  * it has the privileges of (the role with that OID, still under that name),
- * or one whose objects it can all read now, by id (for an object gone
- * since, the nearest namespace above it that is still there).  Called per
+ * or one whose objects, and the namespaces on their paths, it can all read
+ * now, by id (for one gone since, the nearest namespace above it on the path
+ * that is still there).  Called per
  * entry by the view lance_catalog.visible_change.
  */
 PG_FUNCTION_INFO_V1(lance_may_read_change);
