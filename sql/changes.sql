@@ -563,21 +563,31 @@ SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
 
 -- A drop that ended Failed is retried once what failed it is gone:
 -- lance_retry_drops() (administrators only) queues it again, and the next
--- round removes the folder.  "again" failed above: "again2" used its folder.
+-- round removes the folder.  "sym" failed above: its folder was a link; it
+-- is a folder now.
+\! rm /tmp/lance_namespace_changes/root/ns/sym.lance && mkdir /tmp/lance_namespace_changes/root/ns/sym.lance && echo sym > /tmp/lance_namespace_changes/root/ns/sym.lance/data && chmod -R 777 /tmp/lance_namespace_changes/root/ns/sym.lance
+-- "again" failed because "again2" took its folder, which is "again2"'s
+-- now.  Here "again2" stands for a table whose caller named that folder:
+-- its drop leaves the folder, and no retry of "again" removes it.
+UPDATE lance_catalog.object SET location_derived = false
+ WHERE kind = 'table' AND name = 'again2'
+   AND parent_id = (SELECT id FROM lance_catalog.object WHERE parent_id = 0 AND name = 'ch_local');
 SELECT pg_temp.shown(lance_drop_table('{"id": ["ch_local", "again2"]}'));
-SELECT status, properties ->> 'reason' AS reason FROM log
- WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
+SELECT objects[1] AS drop, status, properties ->> 'reason' AS reason FROM log
+ WHERE operation = 'DropTable' AND objects[1] IN ('ch_local$again', 'ch_local$again2', 'ch_local$sym') ORDER BY 1;
 CREATE ROLE regress_ln_retry_nobody;
 SET ROLE regress_ln_retry_nobody;
 SELECT lance_retry_drops();
 RESET ROLE;
 DROP ROLE regress_ln_retry_nobody;
 SELECT lance_retry_drops() >= 1 AS requeued;
-SELECT status FROM log WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
+SELECT objects[1] AS drop, status FROM log
+ WHERE operation = 'DropTable' AND objects[1] IN ('ch_local$again', 'ch_local$again2', 'ch_local$sym') ORDER BY 1;
 SELECT lance_process_drops() >= 1 AS processed;
-SELECT status, properties ->> 'reason' AS reason FROM log
- WHERE operation = 'DropTable' AND objects[1] = 'ch_local$again';
-SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/again.lance') AS again_present;
+SELECT objects[1] AS drop, status, properties ->> 'reason' AS reason FROM log
+ WHERE operation = 'DropTable' AND objects[1] IN ('ch_local$again', 'ch_local$again2', 'ch_local$sym') ORDER BY 1;
+SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/again.lance/data') AS again_present,
+       pg_temp.present('/tmp/lance_namespace_changes/root/ns/sym.lance') AS sym_present;
 -- A drop its maker stopped (set Failed with AlterTransaction before it was
 -- processed) is no failure to retry: lance_retry_drops() leaves it Failed
 -- and its data stays.

@@ -92,9 +92,11 @@ extern bool catalog_get_change(const char *transaction_id, bool for_update, char
  */
 typedef enum ChangeSetter
 {
-	CHANGE_SET_BY_PROCESSOR, /* the drop processor: its Failed may be retried */
-	CHANGE_SET_BY_CALLER,	 /* AlterTransaction's setStatusAction: never retried */
-	CHANGE_SET_PROPERTIES	 /* the status stays as it is, and so does who set it */
+	CHANGE_SET_BY_PROCESSOR,	   /* the drop processor: its Failed may be retried */
+	CHANGE_SET_BY_PROCESSOR_FINAL, /* the processor, for good: the folder is not the drop's to
+									* remove (another table uses it, or it names none) */
+	CHANGE_SET_BY_CALLER,		   /* AlterTransaction's setStatusAction: never retried */
+	CHANGE_SET_PROPERTIES		   /* the status stays as it is, and so does who set it */
 } ChangeSetter;
 
 extern void catalog_set_change(const char *transaction_id, const char *status,

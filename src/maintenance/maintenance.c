@@ -115,6 +115,7 @@ run_pending_removals(void)
 		Oid role_id;
 		char *reason;
 		bool later;
+		bool in_use;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!storage_is_local(p->location) && stores_unreachable)
@@ -124,7 +125,8 @@ run_pending_removals(void)
 			continue;
 		properties.keys[properties.len] = "location";
 		properties.values[properties.len++] = p->location;
-		if (catalog_location_in_use(p->path, CATALOG_ROOT_ID))
+		in_use = catalog_location_in_use(p->path, CATALOG_ROOT_ID);
+		if (in_use)
 			reason = psprintf("a table in the catalog uses the folder \"%s\"", p->path);
 		else
 		{
@@ -143,8 +145,13 @@ run_pending_removals(void)
 			properties.keys[properties.len] = "reason";
 			properties.values[properties.len++] = reason;
 		}
+		/*
+		 * A folder another table took is that table's now: no retry may
+		 * remove it, even once that table is gone (its drop left the folder,
+		 * as a named location's drop does).
+		 */
 		catalog_set_change(p->transaction_id, reason ? "Failed" : "Succeeded", &properties,
-						   CHANGE_SET_BY_PROCESSOR);
+						   in_use ? CHANGE_SET_BY_PROCESSOR_FINAL : CHANGE_SET_BY_PROCESSOR);
 	}
 	catalog_end();
 	PopActiveSnapshot();
@@ -251,7 +258,9 @@ maintenance_process_drops(bool wait)
 		}
 		properties.keys[properties.len] = "reason";
 		properties.values[properties.len++] = reason;
-		catalog_set_change(transaction_ids[i], "Failed", &properties, CHANGE_SET_BY_PROCESSOR);
+		/* neither failure is the drop's to retry: see run_pending_removals */
+		catalog_set_change(transaction_ids[i], "Failed", &properties,
+						   CHANGE_SET_BY_PROCESSOR_FINAL);
 	}
 	catalog_end();
 	return handled;
