@@ -41,53 +41,84 @@ ALTER TABLE lance_catalog.change
 -- Existing entries: their names resolved as the catalog stands now (split
 -- at "$", the spec's string form; the best the names can tell), an object
 -- not found there NULL, and the role that has the entry's role name now.
-DO $$
-DECLARE
-    e record;
-    names text[];
-    parent bigint;
-    child bigint;
-    oids bigint[];
-    nids bigint[];
-BEGIN
-    FOR e IN SELECT c.seq, c.objects, c.role FROM lance_catalog.change c LOOP
-        oids := '{}';
-        nids := '{}';
-        FOR i IN 1 .. COALESCE(pg_catalog.array_length(e.objects, 1), 0) LOOP
-            nids := nids OPERATOR(pg_catalog.||) 0::bigint;
-            parent := 0;
-            child := 0;
-            IF e.objects[i] IS NULL THEN
-                child := NULL;
-                names := '{}';
-            ELSIF e.objects[i] OPERATOR(pg_catalog.=) '' THEN
-                names := '{}';
-            ELSE
-                names := pg_catalog.string_to_array(e.objects[i], '$');
-            END IF;
-            FOR j IN 1 .. COALESCE(pg_catalog.array_length(names, 1), 0) LOOP
-                SELECT o.id INTO child FROM lance_catalog.object o
-                 WHERE o.parent_id OPERATOR(pg_catalog.=) parent
-                   AND o.name OPERATOR(pg_catalog.=) names[j] COLLATE "C";
-                IF NOT FOUND THEN
-                    child := NULL;
-                    EXIT;
-                END IF;
-                IF j OPERATOR(pg_catalog.<) pg_catalog.array_length(names, 1) THEN
-                    nids := nids OPERATOR(pg_catalog.||) child;
-                    parent := child;
-                END IF;
-            END LOOP;
-            oids := oids OPERATOR(pg_catalog.||) child;
-        END LOOP;
-        UPDATE lance_catalog.change c
-           SET object_ids = oids, namespace_ids = nids,
-               role_id = (SELECT r.oid FROM pg_catalog.pg_roles r
-                           WHERE r.rolname OPERATOR(pg_catalog.=) e.role)::pg_catalog.regrole
-         WHERE c.seq OPERATOR(pg_catalog.=) e.seq;
-    END LOOP;
-END
-$$;
+-- One statement for the whole log, each name and each list of names
+-- resolved once, not a look-up per name and entry: the update holds the
+-- change log locked against writers while it runs.  paths: every object
+-- under the root by its string form, with the ids from the top down (a name
+-- holding "$" cannot be reached by a split form, nor can what is below it).
+-- Per name, the deepest of its prefixes found gives the namespaces above it
+-- (as far as they exist) and, when it is the whole name, the object.  An
+-- entry's namespace_ids are, per object in order, the root (0) then the
+-- namespaces found above it.
+-- (The steps go through temporary tables with statistics: the planner's
+-- guesses for a CTE's rows could make a join rescan one per entry.)
+CREATE TEMPORARY TABLE ln_050_paths AS
+WITH RECURSIVE paths (id, path, ids) AS (
+    SELECT o.id, o.name, ARRAY[o.id]
+      FROM lance_catalog.object o
+     WHERE o.parent_id OPERATOR(pg_catalog.=) 0
+       AND pg_catalog.strpos(o.name, '$') OPERATOR(pg_catalog.=) 0
+    UNION ALL
+    SELECT o.id, p.path OPERATOR(pg_catalog.||) '$' OPERATOR(pg_catalog.||) o.name,
+           p.ids OPERATOR(pg_catalog.||) o.id
+      FROM paths p
+      JOIN lance_catalog.object o ON o.parent_id OPERATOR(pg_catalog.=) p.id
+     WHERE pg_catalog.strpos(o.name, '$') OPERATOR(pg_catalog.=) 0
+)
+SELECT p.path, p.ids FROM paths p;
+CREATE TEMPORARY TABLE ln_050_names AS
+SELECT DISTINCT e.name,
+       CASE WHEN e.name IS NULL OR e.name OPERATOR(pg_catalog.=) '' THEN '{}'::text[]
+            ELSE pg_catalog.string_to_array(e.name, '$') END AS parts
+  FROM lance_catalog.change c
+ CROSS JOIN LATERAL pg_catalog.unnest(c.objects) AS e (name);
+ANALYZE pg_temp.ln_050_paths;
+ANALYZE pg_temp.ln_050_names;
+CREATE TEMPORARY TABLE ln_050_resolved AS
+WITH found AS (
+    SELECT DISTINCT ON (n.name) n.name, k.k, p.ids
+      FROM pg_temp.ln_050_names n
+     CROSS JOIN LATERAL pg_catalog.generate_series(1, pg_catalog.cardinality(n.parts)) AS k (k)
+      JOIN pg_temp.ln_050_paths p ON p.path OPERATOR(pg_catalog.=) pg_catalog.array_to_string(n.parts[1:k.k], '$')
+     ORDER BY n.name, k.k DESC
+)
+SELECT n.name, n.name IS NULL AS is_null,
+       CASE WHEN n.name IS NULL THEN NULL::bigint
+            WHEN pg_catalog.cardinality(n.parts) OPERATOR(pg_catalog.=) 0 THEN 0::bigint
+            WHEN f.k OPERATOR(pg_catalog.=) pg_catalog.cardinality(n.parts) THEN f.ids[f.k]
+       END AS object_id,
+       ARRAY[0::bigint] OPERATOR(pg_catalog.||)
+           COALESCE(f.ids[1:LEAST(f.k, pg_catalog.cardinality(n.parts) OPERATOR(pg_catalog.-) 1)], '{}'::bigint[])
+           AS above
+  FROM pg_temp.ln_050_names n
+  LEFT JOIN found f ON f.name OPERATOR(pg_catalog.=) n.name;
+ANALYZE pg_temp.ln_050_resolved;
+CREATE TEMPORARY TABLE ln_050_elements AS
+SELECT l.objects, e.name, e.i
+  FROM (SELECT DISTINCT c.objects FROM lance_catalog.change c) l
+ CROSS JOIN LATERAL pg_catalog.unnest(l.objects) WITH ORDINALITY AS e (name, i);
+ANALYZE pg_temp.ln_050_elements;
+CREATE TEMPORARY TABLE ln_050_lists AS
+SELECT e.objects,
+       -- above has the root first: one row per object with n = 1
+       pg_catalog.array_agg(r.object_id ORDER BY e.i) FILTER (WHERE x.n OPERATOR(pg_catalog.=) 1) AS object_ids,
+       pg_catalog.array_agg(x.id ORDER BY e.i, x.n) AS namespace_ids
+  FROM pg_temp.ln_050_elements e
+  JOIN pg_temp.ln_050_resolved r ON r.is_null OPERATOR(pg_catalog.=) (e.name IS NULL)
+                                AND COALESCE(r.name, '') OPERATOR(pg_catalog.=) COALESCE(e.name, '')
+ CROSS JOIN LATERAL pg_catalog.unnest(r.above) WITH ORDINALITY AS x (id, n)
+ GROUP BY e.objects;
+ANALYZE pg_temp.ln_050_lists;
+UPDATE lance_catalog.change c
+   SET object_ids = COALESCE(pl.object_ids, '{}'),
+       namespace_ids = COALESCE(pl.namespace_ids, '{}'),
+       role_id = r.oid::pg_catalog.regrole
+  FROM lance_catalog.change c2
+  LEFT JOIN pg_temp.ln_050_lists pl ON pl.objects OPERATOR(pg_catalog.=) c2.objects
+  LEFT JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) c2.role
+ WHERE c.seq OPERATOR(pg_catalog.=) c2.seq;
+DROP TABLE pg_temp.ln_050_paths, pg_temp.ln_050_names, pg_temp.ln_050_resolved, pg_temp.ln_050_elements,
+           pg_temp.ln_050_lists;
 
 -- Grants and keys whose role is gone grant nothing; a role made later under
 -- the same OID must not get them.
@@ -106,15 +137,18 @@ UPDATE lance_catalog.api_key k SET role_name = r.rolname
   FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) k.role::pg_catalog.oid;
 ALTER TABLE lance_catalog.api_key ALTER COLUMN role_name SET NOT NULL;
 
--- The filtered view judges by identity.
-DROP VIEW lance_catalog.visible_change;
-DROP FUNCTION lance_catalog.may_read_change(text[], name);
+-- The filtered view judges by identity.  Replaced in place, not dropped and
+-- made again: a user's view over it (a feed of one's own) keeps working, and
+-- the new columns come last, as CREATE OR REPLACE VIEW requires.  The old
+-- function goes once the view no longer uses it (the library serves only the
+-- new one).
 CREATE FUNCTION lance_catalog.may_read_change(object_ids bigint[], namespace_ids bigint[],
                                               role_id regrole, role name) RETURNS boolean
     AS 'MODULE_PATHNAME', 'lance_may_read_change' LANGUAGE C STABLE;
-CREATE VIEW lance_catalog.visible_change WITH (security_barrier) AS
+CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
     SELECT * FROM lance_catalog.change c
      WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
+DROP FUNCTION lance_catalog.may_read_change(text[], name);
 REVOKE ALL ON lance_catalog.visible_change FROM PUBLIC;
 GRANT SELECT ON lance_catalog.visible_change TO PUBLIC;
 
@@ -240,3 +274,53 @@ ALTER TABLE lance_catalog.change ADD COLUMN drop_failed boolean NOT NULL DEFAULT
 CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
     SELECT * FROM lance_catalog.change c
      WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
+
+-- Rights on the catalog (0.5.0): the tables and view this update makes or
+-- replaces took the default privileges of the role running it (ALTER
+-- DEFAULT PRIVILEGES ... GRANT ALL ON TABLES TO ...): the same clean-up as a
+-- fresh install, over the whole schema.
+-- Callers reach the catalog through the functions only: nobody but the
+-- owner holds rights on its tables and sequences, whatever earlier grants
+-- (0.2.0 had callers granted them) or default privileges gave.  Only the
+-- change log's filtered view is for all.  (Operators are pg_catalog's by
+-- name: the script runs as a superuser with the extension's schema, which
+-- others may create in, on the search path.)
+DO $$
+DECLARE
+    rel text;
+    grantee text;
+BEGIN
+    FOR rel, grantee IN
+        SELECT c.oid::pg_catalog.regclass::text,
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_class c
+         CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lance_catalog'::pg_catalog.regnamespace::pg_catalog.oid
+           AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,S,v,p}'::pg_catalog."char"[])
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s CASCADE', rel, grantee);
+    END LOOP;
+    -- and rights on single columns
+    FOR rel, grantee IN
+        SELECT DISTINCT at.attrelid::pg_catalog.regclass::text,
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_attribute at
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) at.attrelid
+         CROSS JOIN LATERAL pg_catalog.aclexplode(at.attacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lance_catalog'::pg_catalog.regnamespace::pg_catalog.oid
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL (%s) ON %s FROM %s CASCADE',
+            (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(x.attname), ', ')
+               FROM pg_catalog.pg_attribute x
+              WHERE x.attrelid OPERATOR(pg_catalog.=) rel::pg_catalog.regclass::pg_catalog.oid
+                AND x.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT x.attisdropped),
+            rel, grantee);
+    END LOOP;
+END
+$$;
+GRANT SELECT ON lance_catalog.visible_change TO PUBLIC;

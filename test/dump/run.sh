@@ -85,6 +85,9 @@ same() {
 }
 
 D postgres -c "CREATE ROLE $ROLE NOLOGIN"
+# a role the database's default privileges give everything made from now on
+DEFAULTS_ROLE=ln_dump_defaults
+D postgres -c "CREATE ROLE $DEFAULTS_ROLE NOLOGIN"
 
 # Manifest names (V2: 20-digit 2^64-1-version) for versions 1..4.
 V2=(x 18446744073709551614 18446744073709551613 18446744073709551612 18446744073709551611)
@@ -195,6 +198,38 @@ OLD_KEYS=(object:id version:table_id,branch,version change:seq)
 sequences_of() {
 	D "$1" -c "SELECT 'object_id_seq ' || last_value || ' ' || is_called FROM lance_catalog.object_id_seq" \
 		-c "SELECT 'change_seq ' || last_value || ' ' || is_called FROM lance_catalog.change_seq"
+}
+# default_privileges <database>: the owner's default privileges give
+# DEFAULTS_ROLE everything it makes (as a DBA's ALTER DEFAULT PRIVILEGES for
+# an application's role would); the catalog must not keep them.
+default_privileges() {
+	D "$1" -c "ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO $DEFAULTS_ROLE" \
+		-c "ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO $DEFAULTS_ROLE" \
+		-c "ALTER DEFAULT PRIVILEGES GRANT ALL ON FUNCTIONS TO $DEFAULTS_ROLE" >/dev/null
+}
+# The ACL of every relation, sequence and function in lance_catalog.
+catalog_acls_of() {
+	D "$1" <<'SQL'
+SELECT 'relation ' || c.oid::regclass::text || ' ' || c.relkind::text || ' ' || coalesce(c.relacl::text, 'default')
+  FROM pg_class c WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind IN ('r', 'S', 'v', 'p', 'm')
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text || ' ' || coalesce(p.proacl::text, 'default')
+  FROM pg_proc p WHERE p.pronamespace = 'lance_catalog'::regnamespace
+ORDER BY 1;
+SQL
+}
+# What DEFAULTS_ROLE may do with lance_catalog's tables, views and sequences.
+defaults_role_rights_of() {
+	D "$1" -c "SELECT c.oid::regclass::text || ' ' || p
+	             FROM pg_class c, unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
+	            WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind IN ('r', 'v', 'p', 'm')
+	              AND has_table_privilege('$DEFAULTS_ROLE', c.oid, p)
+	           UNION ALL
+	           SELECT c.oid::regclass::text || ' ' || p
+	             FROM pg_class c, unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) p
+	            WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind = 'S'
+	              AND has_sequence_privilege('$DEFAULTS_ROLE', c.oid, p)
+	           ORDER BY 1"
 }
 # Every privilege that matters: the API functions, the catalog's schema, tables and sequences.
 privileges_of() {
@@ -514,6 +549,7 @@ say "upgrade from 0.1.0"
 CONTROL_VERSION="$(sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$ROOT/lance_namespace.control")"
 [[ -n "$CONTROL_VERSION" ]] || die "no default_version in $ROOT/lance_namespace.control"
 D postgres -c 'CREATE DATABASE upg'
+default_privileges upg
 D upg -c "CREATE EXTENSION lance_namespace VERSION '0.1.0'"
 same "installed extension's default version is the control file's" "$CONTROL_VERSION" \
 	"$(D upg -c "SELECT default_version FROM pg_available_extensions WHERE name = 'lance_namespace'")"
@@ -580,9 +616,29 @@ same "function ACLs after the update ($(grep -c . <<<"$kept") functions kept)" \
 same "lance_process_drops() is for administrators after the update" "f t" \
 	"$(D upg -c "SELECT has_function_privilege('$ROLE', 'lance_process_drops()', 'EXECUTE'), has_function_privilege('lance_admin', 'lance_process_drops()', 'EXECUTE')" | tr '|' ' ')"
 D postgres -c 'CREATE DATABASE fresh'
+default_privileges fresh
 D fresh -c 'CREATE EXTENSION lance_namespace'
 same "the updated extension's objects are those of a fresh CREATE EXTENSION ($(schema_of fresh | grep -c .) objects)" \
 	"$(schema_of fresh 2>&1)" "$(schema_of upg 2>&1)"
+# the update leaves the rights on lance_catalog's relations and functions a
+# fresh install leaves, under default privileges for another role
+same "the updated catalog's ACLs are those of a fresh CREATE EXTENSION ($(catalog_acls_of fresh | grep -c .) objects)" \
+	"$(catalog_acls_of fresh 2>&1)" "$(catalog_acls_of upg 2>&1)"
+same "default privileges give $DEFAULTS_ROLE no rights on a fresh catalog's tables" "" "$(defaults_role_rights_of fresh 2>&1)"
+same "default privileges give $DEFAULTS_ROLE no rights on an updated catalog's tables" "" "$(defaults_role_rights_of upg 2>&1)"
+
+# A user's view over the change log's filtered view survives the update
+# from 0.4.0 (which replaces the filtered view) and reads it afterwards.
+D postgres -c 'CREATE DATABASE feedview' >/dev/null
+D feedview -c "CREATE EXTENSION lance_namespace VERSION '0.4.0'" \
+	-c 'CREATE VIEW public.my_feed AS SELECT seq, operation, objects FROM lance_catalog.visible_change' >/dev/null
+rc=0
+out="$(D feedview -c 'ALTER EXTENSION lance_namespace UPDATE' 2>&1)" || rc=$?
+same "the update from 0.4.0 with a user's view over lance_catalog.visible_change" "0 " "$rc $out"
+settings feedview
+D feedview -c "SELECT lance_create_namespace('{\"id\": [\"f\"]}')" >/dev/null 2>&1 || true
+same "the user's view reads the change log after the update" "CreateNamespace {f}" \
+	"$(D feedview -F ' ' -c 'SELECT operation, objects FROM public.my_feed ORDER BY seq' 2>&1)"
 # the same rows as src: the read API answers as src's, but for the change
 # feed's drop_location, which 0.1.0 did not keep
 same "the read API answers after the update as the original" \
