@@ -181,3 +181,11 @@ SELECT adopt_present(:'later_location') AS folder_present;
 SELECT lance_drop_namespace('{"id": ["ad"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 DROP FUNCTION adopt_answer(text, jsonb), adopt_present(text), adopt_field(text), adopt_drops_then(boolean);
 \! rm -rf /tmp/lance_namespace_adopt
+
+-- The drop round and the sweep check what the catalog records after they
+-- waited for locks: under REPEATABLE READ those checks would read a
+-- snapshot taken before the waits, so they refuse to run.
+SET default_transaction_isolation = 'repeatable read';
+SELECT lance_process_drops();
+SELECT lance_sweep_leftovers();
+RESET default_transaction_isolation;

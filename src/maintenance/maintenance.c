@@ -438,6 +438,17 @@ check_standalone_call(const char *function)
 		ln_error_detail(LN_INVALID_INPUT, "Call it on its own, outside BEGIN ... COMMIT.",
 						"%s cannot run inside a transaction block", function);
 	PreventInTransactionBlock(true, function);
+	/*
+	 * Its checks (does the catalog record this version, does a table use
+	 * this folder) must see what committed while it waited for a lock: a
+	 * snapshot taken before the wait would let it remove data a writer
+	 * committed meanwhile.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ln_error_detail(LN_INVALID_INPUT,
+						"Run it with default_transaction_isolation = 'read committed' in the "
+						"session.",
+						"%s runs at the READ COMMITTED isolation level only", function);
 }
 
 PG_FUNCTION_INFO_V1(lance_process_drops);

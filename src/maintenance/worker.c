@@ -175,6 +175,11 @@ lance_maintenance_main(Datum arg)
 	 */
 	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", "10s", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * Whatever the database's default: the round's checks must see what
+	 * committed while it waited for a lock (maintenance.c).
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
