@@ -175,6 +175,28 @@ ln_is_lance_error(int sqlerrcode)
 }
 
 /*
+ * In a PG_CATCH block: a Lance error is taken as handled and returned,
+ * copied into `cxt` for the caller to read and free; any other error (a
+ * cancel, running out of memory) is thrown on, as the caller's callers
+ * must see it.
+ */
+ErrorData *
+ln_error_take(MemoryContext cxt)
+{
+	ErrorData *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (!ln_is_lance_error(edata->sqlerrcode))
+	{
+		FreeErrorData(edata);
+		PG_RE_THROW();
+	}
+	FlushErrorState();
+	return edata;
+}
+
+/*
  * The Lance error that stands for a PostgreSQL error (not itself a Lance
  * error): its code, a message a person can act on, and the PostgreSQL error
  * as the detail.  An internal error is logged when it is raised or answered.

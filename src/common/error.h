@@ -50,6 +50,7 @@ extern char *ln_error_body(int code, const char *message, const char *detail);
 extern void ln_error_set_element(const char *element);
 extern int ln_error_code_of_sqlstate(int sqlerrcode);
 extern bool ln_is_lance_error(int sqlerrcode);
+extern ErrorData *ln_error_take(MemoryContext cxt);
 extern void ln_translate_error(const ErrorData *edata, int *code, char **message, char **detail);
 
 #endif /* LN_ERROR_H */

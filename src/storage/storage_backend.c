@@ -335,17 +335,8 @@ storage_retry_undo(const StorageUndoStep *step, char **error)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata;
+		ErrorData *edata = ln_error_take(cxt);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) !=
-			ERRCODE_TO_CATEGORY(MAKE_SQLSTATE('L', 'N', '0', '0', '0')))
-		{
-			FreeErrorData(edata);
-			PG_RE_THROW();
-		}
-		FlushErrorState();
 		*error = pstrdup(edata->message);
 		FreeErrorData(edata);
 		done = false;

@@ -385,18 +385,9 @@ s3_remove_table_data(const char *location, bool *later)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
 		/* the store's answer is the drop's reason; a cancel or running out of memory is not */
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) !=
-			ERRCODE_TO_CATEGORY(MAKE_SQLSTATE('L', 'N', '0', '0', '0')))
-		{
-			FreeErrorData(edata);
-			PG_RE_THROW();
-		}
-		FlushErrorState();
+		ErrorData *edata = ln_error_take(cxt);
+
 		reason = pstrdup(edata->message);
 		/* a store out of reach or throttling: the drop waits for the next round */
 		*later = edata->sqlerrcode == MAKE_SQLSTATE('L', 'N', '0', '1', '7') ||
