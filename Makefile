@@ -1,6 +1,6 @@
 # lance_namespace: a Lance Namespace catalog inside PostgreSQL.
 EXTENSION = lance_namespace
-EXTVERSION = 0.5.0
+EXTVERSION = 0.6.0
 
 MODULE_big = lance_namespace
 # The module entry point, then every layer's folder (see the README's "Layout").
