@@ -57,6 +57,8 @@ static int caller_security;
  */
 static bool session_open = false;
 static SubTransactionId session_subxact = InvalidSubTransactionId;
+/* The setting level whose end puts the caller's search_path back. */
+static int session_guc_level;
 
 static void
 end_session_with_transaction(XactEvent event, void *arg pg_attribute_unused())
@@ -138,17 +140,19 @@ catalog_begin(void)
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
 	/*
-	 * Only pg_catalog (not even pg_temp) is searched while the catalog acts.
-	 * An override, not the search_path setting: setting it would make the
-	 * session's own statements look their search path up again after every
-	 * call.  The plans, made and kept under this same path, stay valid.
+	 * Only pg_catalog is searched while the catalog acts: pg_temp comes
+	 * after it, and only for relations, which every statement names with
+	 * their schema.  Set as a SECURITY DEFINER function's SET clause sets
+	 * it, at a setting level of its own that catalog_end ends, or the
+	 * (sub)transaction's abort does; the caller's search_path comes back
+	 * then.  The plans, made and kept under this same path, stay valid.
+	 * (The override stack older releases had for this is gone in 17: one
+	 * way for every release, at the cost of the caller's path being looked
+	 * up anew after a call.)
 	 */
-	{
-		OverrideSearchPath path = {
-			.schemas = NIL, .addCatalog = true, .addTemp = false, .generation = 0};
-
-		PushOverrideSearchPath(&path);
-	}
+	session_guc_level = NewGUCNestLevel();
+	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
@@ -169,7 +173,7 @@ catalog_end(void)
 	if (CurrentMemoryContext != catalog_result_cxt)
 		elog(ERROR, "lance_namespace: a catalog call left another memory context current");
 	SPI_finish();
-	PopOverrideSearchPath();
+	AtEOXact_GUC(true, session_guc_level);
 	SetUserIdAndSecContext(caller_user, caller_security);
 	session_open = false;
 }
