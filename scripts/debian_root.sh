@@ -71,6 +71,18 @@ unmount_below() {
 	done < <(awk -v d="$dir/" 'index($2 "/", d) == 1 { print $2 }' /proc/self/mounts | sort -r)
 }
 
+# remove_root <dir>: a root (or a half-made one) and all in it, once
+# nothing is mounted below it: never this machine's /dev, /sys or /proc.
+remove_root() {
+	local dir="$1"
+	[[ -e "$dir" ]] || return 0
+	unmount_below "$dir"
+	if awk -v d="$dir/" 'index($2 "/", d) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+		die "something is still mounted below $dir; not removing it"
+	fi
+	rm -rf --one-file-system -- "$dir"
+}
+
 mount_root() {
 	local dir="$1"
 	mount -t proc proc "$dir/proc"
@@ -104,12 +116,11 @@ make_root() {
 			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap; }
 	fi
 	mirror="$(debian_mirror)"
-	unmount_below "$new"
-	rm -rf "$new"
+	remove_root "$new"
 	say "making a Debian $suite root in $dir from $mirror (debootstrap)"
 	if ! debootstrap --variant=minbase "$suite" "$new" "$mirror" >"$ROOTS_DIR/.$suite.log" 2>&1; then
 		tail -n 20 "$ROOTS_DIR/.$suite.log" >&2
-		unmount_below "$new"
+		remove_root "$new"
 		die "debootstrap $suite failed; its log: $ROOTS_DIR/.$suite.log"
 	fi
 	unmount_below "$new"
@@ -118,16 +129,15 @@ make_root() {
 	printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
 	chmod 755 "$new/usr/sbin/policy-rc.d"
 	printf 'deb %s %s main\n' "$mirror" "$suite" >"$new/etc/apt/sources.list"
+	# a root installs each package once: their downloads need not be kept
+	printf 'APT::Keep-Downloaded-Packages "false";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-no-archives"
 	if [[ "$suite" == sid ]]; then
 		# The archive's snapshot of sid may carry a Release file past
 		# its validity date: this root alone accepts it.
 		printf 'Acquire::Check-Valid-Until "false";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-valid-until"
 	fi
 	printf 'made %s\nsuite %s\nmirror %s\n' "$(date +%s)" "$suite" "$mirror" >"$new/$STAMP"
-	if [[ -d "$dir" ]]; then
-		unmount_below "$dir"
-		rm -rf "$dir"
-	fi
+	remove_root "$dir"
 	mv "$new" "$dir"
 	say "made the $suite root in $((SECONDS - start)) s"
 }
@@ -153,7 +163,7 @@ ensure_root() {
 copy_tree() {
 	local dest="$1"
 	mkdir -p "$dest"
-	find "$dest" -mindepth 1 -maxdepth 1 ! -name .data -exec rm -rf {} +
+	find "$dest" -mindepth 1 -maxdepth 1 ! -name .data -exec rm -rf --one-file-system {} +
 	if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
 		git -C "$ROOT" ls-files -z -c -o --exclude-standard |
 			(cd "$ROOT" && while IFS= read -r -d '' f; do [[ -e "$f" ]] && printf '%s\0' "$f"; done) |
