@@ -109,7 +109,7 @@ age_days() {
 # make_root <suite>: debootstrap a new root beside the old one, then put it
 # in its place, so a root is always either whole or absent.
 make_root() {
-	local suite="$1" dir="$ROOTS_DIR/$suite" new="$ROOTS_DIR/.$suite.new" mirror start=$SECONDS
+	local suite="$1" dir="$ROOTS_DIR/$1" new="$ROOTS_DIR/.$1.new" mirror start=$SECONDS
 	if ! command -v debootstrap >/dev/null; then
 		say "installing debootstrap"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >/dev/null ||
@@ -240,6 +240,7 @@ run_in_root() {
 	# Debian's bundle, with this machine's own authorities (Node has its own list)
 	env+=(NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
 	local rc=0
+	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
 	chroot "$dir" /usr/bin/env -i "${env[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$SRC_IN_ROOT" "$@" || rc=$?
 	return "$rc"
 }
@@ -247,8 +248,9 @@ run_in_root() {
 main() {
 	local cmd="${1:-}" suite="${2:-}"
 	[[ $EUID -eq 0 ]] || die "must run as root"
-	[[ "$cmd" == make || "$cmd" == run ]] && [[ -n "$suite" ]] ||
-		die "usage: $0 make <suite> | run <suite> <command>..."
+	if [[ "$cmd" != make && "$cmd" != run ]] || [[ -z "$suite" ]]; then
+		die "usage: $0 make <suite> | run <suite> [--share <dir>]... <command>..."
+	fi
 	[[ "$suite" =~ ^[a-z]+$ ]] || die "a suite is a Debian release's name (trixie, sid), got '$suite'"
 	shift 2
 	mkdir -p "$ROOTS_DIR"

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034,SC2054 # its variables are for the scripts that source it; table:key lists hold commas
 # The catalog test/dump seeds and the views of it that a dump and restore
 # must keep, shared with test/versions (a catalog dumped from PostgreSQL 15
 # and restored into a newer release).  Sourced after scripts/common.sh and

@@ -12,7 +12,7 @@
 # failed", and what failed; exits 0 only when everything passed.
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # shellcheck source=scripts/common.sh
 source scripts/common.sh
 
