@@ -26,13 +26,15 @@ release_pg_version() {
 }
 
 # use_pg_version <major>: set PG_VERSION, PG_BIN, PG_CONFIG and the Debian
-# packages the build, the gateway and the tests need.
+# packages the build, the gateway and the tests need (procps: the tests'
+# pkill, which a minimal Debian lacks).
 use_pg_version() {
 	PG_VERSION="$1"
 	PG_BIN="/usr/lib/postgresql/$PG_VERSION/bin"
 	PG_CONFIG="$PG_BIN/pg_config"
 	LN_PACKAGES=("postgresql-$PG_VERSION" "postgresql-server-dev-$PG_VERSION" libjson-c-dev libcurl4-openssl-dev
-		curl ca-certificates make gcc libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson)
+		curl ca-certificates make gcc libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson
+		procps)
 }
 
 if [[ -n "${LN_PG_VERSION:-}" ]]; then

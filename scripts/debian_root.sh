@@ -60,6 +60,16 @@ root_in_use() {
 	return 1
 }
 
+# The processes that run with their root directory <dir>, one per line.
+processes_in() {
+	local dir="$1" p
+	for p in /proc/[0-9]*; do
+		[[ "$(readlink "$p/root" 2>/dev/null)" == "$dir" ]] &&
+			printf '%s (%s)\n' "${p#/proc/}" "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-60)"
+	done
+	return 0
+}
+
 # Unmount everything below <dir>, deepest first.  Each mount was made
 # private to the root (see mount_root), so nothing reaches this machine's
 # own /dev or /sys; a mount still busy is detached lazily.
@@ -240,8 +250,13 @@ run_in_root() {
 	# Debian's bundle, with this machine's own authorities (Node has its own list)
 	env+=(NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
 	local rc=0
+	# (not holding the root's lock: what the command leaves running, a
+	# catalog that scripts/run.sh started, must not keep the next run out)
 	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
-	chroot "$dir" /usr/bin/env -i "${env[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$SRC_IN_ROOT" "$@" || rc=$?
+	chroot "$dir" /usr/bin/env -i "${env[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$SRC_IN_ROOT" "$@" 9>&- || rc=$?
+	if root_in_use "$dir"; then
+		say "note: still running in the $suite root: $(processes_in "$dir" | tr '\n' ' ')"
+	fi
 	return "$rc"
 }
 
