@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
@@ -57,8 +58,8 @@ static int caller_security;
  */
 static bool session_open = false;
 static SubTransactionId session_subxact = InvalidSubTransactionId;
-/* The setting level whose end puts the caller's search_path back. */
-static int session_guc_level;
+/* What puts the caller's search path back (pg_compat.h). */
+static int session_search_path;
 
 static void
 end_session_with_transaction(XactEvent event, void *arg pg_attribute_unused())
@@ -140,19 +141,12 @@ catalog_begin(void)
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
 	/*
-	 * Only pg_catalog is searched while the catalog acts: pg_temp comes
-	 * after it, and only for relations, which every statement names with
-	 * their schema.  Set as a SECURITY DEFINER function's SET clause sets
-	 * it, at a setting level of its own that catalog_end ends, or the
-	 * (sub)transaction's abort does; the caller's search_path comes back
-	 * then.  The plans, made and kept under this same path, stay valid.
-	 * (The override stack older releases had for this is gone in 17: one
-	 * way for every release, at the cost of the caller's path being looked
-	 * up anew after a call.)
+	 * Only pg_catalog is searched while the catalog acts (pg_compat.h says
+	 * how each release does it); catalog_end, or the (sub)transaction's
+	 * abort, puts the caller's search path back.  The plans, made and kept
+	 * under this same path, stay valid.
 	 */
-	session_guc_level = NewGUCNestLevel();
-	(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							GUC_ACTION_SAVE, true, 0, false);
+	LN_PUSH_CATALOG_SEARCH_PATH(session_search_path);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
@@ -173,7 +167,7 @@ catalog_end(void)
 	if (CurrentMemoryContext != catalog_result_cxt)
 		elog(ERROR, "lance_namespace: a catalog call left another memory context current");
 	SPI_finish();
-	AtEOXact_GUC(true, session_guc_level);
+	LN_POP_CATALOG_SEARCH_PATH(session_search_path);
 	SetUserIdAndSecContext(caller_user, caller_security);
 	session_open = false;
 }

@@ -5,8 +5,8 @@
  *
  * The source uses the newest release's names; for an older release this
  * header maps them to what that release calls them.  Where one way of
- * doing a thing works on every version (the catalog's search path, set
- * as a setting), the source takes it and nothing here is needed.
+ * doing a thing works on every version at no cost, the source takes it
+ * and nothing here is needed.
  */
 #ifndef LN_PG_COMPAT_H
 #define LN_PG_COMPAT_H
@@ -77,6 +77,40 @@
 #else
 #define LN_JSON_ACTION_RESULT void
 #define LN_JSON_ACTION_DONE
+#endif
+
+/*
+ * The catalog's statements search pg_catalog alone, from
+ * LN_PUSH_CATALOG_SEARCH_PATH(level) to LN_POP_CATALOG_SEARCH_PATH(level)
+ * (an int the push sets); an error's (sub)transaction abort ends it too.
+ * Before 17 an override of the search path does it: nothing is looked up
+ * anew, neither the catalog's path nor the caller's after it.  17 has no
+ * overrides left: there search_path is set as a function's SET clause sets
+ * it, at a setting level of its own (pg_temp comes after pg_catalog, for
+ * relations only, which every statement names with their schema).  On 15
+ * the setting would cost about a tenth of a quick call such as
+ * lance_describe_namespace.  Uses catalog/namespace.h and utils/guc.h.
+ */
+#if PG_VERSION_NUM >= 170000
+#define LN_PUSH_CATALOG_SEARCH_PATH(level)                                                         \
+	do                                                                                             \
+	{                                                                                              \
+		(level) = NewGUCNestLevel();                                                               \
+		(void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,  \
+								GUC_ACTION_SAVE, true, 0, false);                                  \
+	} while (0)
+#define LN_POP_CATALOG_SEARCH_PATH(level) AtEOXact_GUC(true, (level))
+#else
+#define LN_PUSH_CATALOG_SEARCH_PATH(level)                                                         \
+	do                                                                                             \
+	{                                                                                              \
+		OverrideSearchPath catalog_path = {                                                        \
+			.schemas = NIL, .addCatalog = true, .addTemp = false, .generation = 0};                \
+                                                                                                   \
+		(level) = 0;                                                                               \
+		PushOverrideSearchPath(&catalog_path);                                                     \
+	} while (0)
+#define LN_POP_CATALOG_SEARCH_PATH(level) ((void)(level), PopOverrideSearchPath())
 #endif
 
 #endif /* LN_PG_COMPAT_H */
