@@ -6,10 +6,10 @@
 #   bench/run.sh --profile   also profile where a call's time goes (callgrind)
 #
 # Installs what is missing, builds and installs the extension, starts a
-# throwaway PostgreSQL 15 cluster tuned like a real server (fsync and
-# synchronous commit on, shared_buffers a quarter of memory) and the REST
-# gateway, runs every benchmark, prints one table (Markdown) and tears
-# everything down again.  See bench/README.md.
+# throwaway PostgreSQL cluster (of the version scripts/common.sh picks)
+# tuned like a real server (fsync and synchronous commit on, shared_buffers
+# a quarter of memory) and the REST gateway, runs every benchmark, prints
+# one table (Markdown) and tears everything down again.  See bench/README.md.
 #
 # Every figure is a ratio against a baseline measured in the same run with the
 # same concurrency (2 clients): each pair is measured LN_BENCH_RUNS times,

@@ -2,17 +2,51 @@
 # Shared helpers for scripts/run.sh, scripts/stop.sh and scripts/test.sh.
 # Sourced, never executed: it only defines variables and functions.
 #
-# Everything talks to PostgreSQL 15 through explicit paths under PG_BIN so
-# that a wrapper earlier on PATH (or another PostgreSQL version) can never
-# be picked up by accident.
+# Everything talks to one PostgreSQL major version, PG_VERSION, through
+# explicit paths under PG_BIN so that a wrapper earlier on PATH (or another
+# version) can never be picked up by accident.  The version is LN_PG_VERSION
+# when set; else the highest one installed; else, on a machine without any,
+# the one the Debian release ships (15 on Debian 12, 17 on Debian 13), which
+# install_deps installs.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-PG_BIN=/usr/lib/postgresql/15/bin
-PG_CONFIG="$PG_BIN/pg_config"
 
-# Debian packages the build, the gateway and the tests need.
-LN_PACKAGES=(postgresql-15 postgresql-server-dev-15 libjson-c-dev libcurl4-openssl-dev curl ca-certificates make gcc
-	libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson)
+# The highest PostgreSQL major version with a server installed, if any.
+installed_pg_version() {
+	local dir
+	for dir in /usr/lib/postgresql/*/bin/postgres; do
+		[[ -x "$dir" ]] && basename "$(dirname "$(dirname "$dir")")"
+	done | { grep -E '^[0-9]+$' || true; } | sort -n | tail -n 1
+}
+
+# The major version of the release's PostgreSQL: what its postgresql
+# package depends on (apt's package lists must be there).
+release_pg_version() {
+	apt-cache depends postgresql 2>/dev/null | sed -n 's/^ *Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1
+}
+
+# use_pg_version <major>: set PG_VERSION, PG_BIN, PG_CONFIG and the Debian
+# packages the build, the gateway and the tests need (procps: the tests'
+# pkill, which a minimal Debian lacks).
+use_pg_version() {
+	PG_VERSION="$1"
+	PG_BIN="/usr/lib/postgresql/$PG_VERSION/bin"
+	PG_CONFIG="$PG_BIN/pg_config"
+	LN_PACKAGES=("postgresql-$PG_VERSION" "postgresql-server-dev-$PG_VERSION" libjson-c-dev libcurl4-openssl-dev
+		curl ca-certificates make gcc libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson
+		procps)
+}
+
+if [[ -n "${LN_PG_VERSION:-}" ]]; then
+	[[ "$LN_PG_VERSION" =~ ^[0-9]+$ ]] || {
+		printf 'lance_namespace: error: LN_PG_VERSION must be a major version such as 17, got %s\n' "$LN_PG_VERSION" >&2
+		exit 1
+	}
+	use_pg_version "$LN_PG_VERSION"
+else
+	use_pg_version "$(installed_pg_version)"
+	[[ -n "$PG_VERSION" ]] || use_pg_version "$(release_pg_version)"
+fi
 
 # A Unix socket path is limited to 107 bytes (sun_path) and PostgreSQL appends
 # "/.s.PGSQL.<port>" to the directory; fail early instead of in the server log.
@@ -49,6 +83,13 @@ missing_packages() {
 # prepared machine needs neither root for apt nor network access.
 install_deps() {
 	local missing
+	if [[ -z "$PG_VERSION" ]]; then
+		# a fresh machine: apt's lists tell which PostgreSQL the release ships
+		[[ $EUID -eq 0 ]] || die "no PostgreSQL installed and not root; install one or rerun as root"
+		apt-get update
+		use_pg_version "$(release_pg_version)"
+		[[ -n "$PG_VERSION" ]] || die "cannot tell which PostgreSQL this release ships; set LN_PG_VERSION"
+	fi
 	mapfile -t missing < <(missing_packages)
 	if ((${#missing[@]} == 0)); then
 		say "dependencies already installed"

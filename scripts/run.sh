@@ -11,6 +11,9 @@
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_PG_VERSION  the PostgreSQL major version to build for and run, where
+#            several are installed (default: the highest installed; on a
+#            machine without any, the one the Debian release ships)
 #   LN_ROOT  where new tables go: lance_namespace.root, set on every run
 #            (default: LN_DATA/tables); an s3://bucket/prefix URI puts them
 #            in a bucket, once lance_set_storage() has its options (README,
@@ -51,6 +54,10 @@ ln_psql() {
 
 ensure_cluster() {
 	if [[ -f "$PGDATA_DIR/PG_VERSION" ]]; then
+		local made
+		made="$(cat "$PGDATA_DIR/PG_VERSION")"
+		[[ "$made" == "$PG_VERSION" ]] ||
+			die "the cluster in $PGDATA_DIR is PostgreSQL $made's and this run's is $PG_VERSION: LN_PG_VERSION=$made runs it with $made (or move it to $PG_VERSION with pg_upgrade)"
 		say "using existing cluster in $PGDATA_DIR"
 	elif [[ -d "$PGDATA_DIR" && -n "$(ls -A "$PGDATA_DIR")" ]]; then
 		die "$PGDATA_DIR exists, is not empty and is not a cluster; move it away"

@@ -12,6 +12,10 @@ PGDATA_DIR="$LN_DATA/pgdata"
 # No PostgreSQL binaries or no cluster means there is nothing to stop; this
 # script never installs anything.
 stop_gateway "$LN_DATA/gateway"
+# the server's own release stops it, where several are installed
+if [[ -x "/usr/lib/postgresql/$(cat "$PGDATA_DIR/PG_VERSION" 2>/dev/null)/bin/pg_ctl" ]]; then
+	use_pg_version "$(cat "$PGDATA_DIR/PG_VERSION")"
+fi
 if [[ ! -x "$PG_BIN/pg_ctl" || ! -f "$PGDATA_DIR/PG_VERSION" ]]; then
 	say "no cluster in $PGDATA_DIR; nothing to stop"
 	exit 0

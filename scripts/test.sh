@@ -2,9 +2,10 @@
 # Set up and run every lance_namespace test.
 #
 # Installs missing dependencies, builds and installs the extension, starts a
-# throwaway PostgreSQL 15 cluster in a temporary directory on a free port,
-# runs the pg_regress (REGRESS) and isolation (ISOLATION) suites from the
-# Makefile against it, and always tears the cluster down again.
+# throwaway PostgreSQL cluster (of the version scripts/common.sh picks) in a
+# temporary directory on a free port, runs the pg_regress (REGRESS) and
+# isolation (ISOLATION) suites from the Makefile against it, and the other
+# parts below, and always tears the cluster down again.
 #
 # The last line of output is the summary "N passed, M failed".  The exit
 # status is non-zero when any test or any setup step failed.
@@ -14,9 +15,18 @@
 #   LN_TEST_ONLY  run only these parts, separated by spaces or commas: sql
 #                 (pg_regress and isolation), node (the end-to-end tests), s3
 #                 (tables on S3, with the S3 test server), layers (the
-#                 source tree's dependencies, scripts/check_layers.sh), and
-#                 test group names (fuzz, gateway, memory, load, ...);
+#                 source tree's dependencies, scripts/check_layers.sh), test
+#                 group names (fuzz, gateway, memory, load, ...), pg17 and
+#                 pg18 (the project on PostgreSQL 17 in a Debian 13 root and
+#                 on 18 in a Debian sid root, test/versions/run.sh), and
+#                 restore (a catalog of another release's server restored
+#                 here, test/versions/restore.sh: only with LN_RESTORE_FROM);
 #                 default: all
+#   LN_TEST_RUN_DATA  the LN_DATA of a catalog that scripts/run.sh runs (with
+#                 LN_GATEWAY_PORT and LN_DB as it was started): the node part
+#                 runs the end-to-end tests through its gateway instead of a
+#                 test gateway of its own
+#   LN_PG_VERSION the PostgreSQL major version to test (see scripts/run.sh)
 set -euo pipefail
 
 # shellcheck source=scripts/common.sh
@@ -70,11 +80,14 @@ trap 'exit 143' TERM
 # ---------------------------------------------------------------------------
 # Test server
 # ---------------------------------------------------------------------------
-start_test_server() {
-	# mktemp -d is mode 700 and root-owned: hand it to postgres so the
-	# server can create pgdata/ and the socket inside.
+# The run's temporary folder.  mktemp -d is mode 700 and root-owned: hand
+# it to postgres so the server can create pgdata/ and the socket inside.
+start_test_server_dir() {
 	TMP_DIR="$(mktemp -d)"
 	chown postgres:postgres "$TMP_DIR"
+}
+
+start_test_server() {
 	PGDATA_DIR="$TMP_DIR/pgdata"
 	local sockdir="$TMP_DIR/run" port
 	port="$(find_free_port "${LN_TEST_PORT:-54329}")"
@@ -178,7 +191,7 @@ run_group() {
 }
 
 run_group_tests() {
-	run_group fuzz bash "$ROOT/test/fuzz/run.sh"
+	PG_BIN="$PG_BIN" run_group fuzz bash "$ROOT/test/fuzz/run.sh"
 	run_group standby bash "$ROOT/test/standby/run.sh"
 	run_group dump bash "$ROOT/test/dump/run.sh"
 	run_group crash bash "$ROOT/test/crash/run.sh"
@@ -231,31 +244,44 @@ prepare_node_tests() {
 
 run_node_tests() {
 	local db=lance_e2e root="$TMP_DIR/tables" log="$TMP_DIR/node.log" port key rc=0
-	local tests="$TMP_DIR/node"
+	local tests="$TMP_DIR/node" gateway pghost="$PGHOST" pgport="$PGPORT"
 	prepare_node_tests
 
-	make_postgres_dir "$root" 755
-	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
-	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -v db="$db" -v root="$root" <<'SQL'
+	if [[ -n "${LN_TEST_RUN_DATA:-}" ]]; then
+		# the catalog and gateway that scripts/run.sh runs there
+		local data
+		data="$(realpath -m -- "$LN_TEST_RUN_DATA")"
+		db="${LN_DB:-lance}" root="$data/tables" gateway="$data/gateway" pghost="$data/run"
+		pgport="$(postmaster_field "$data/pgdata" 4)"
+		port="${LN_GATEWAY_PORT:-2333}"
+		key="$(tr -d '[:space:]' <"$data/api_key" 2>/dev/null || true)"
+		is_api_key "$key" || die "no API key in $data/api_key: does scripts/run.sh run with LN_DATA=$data?"
+		say "running Node tests through the gateway of scripts/run.sh's catalog in $data"
+	else
+		make_postgres_dir "$root" 755
+		"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db"
+		"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -v db="$db" -v root="$root" <<'SQL'
 CREATE EXTENSION lance_namespace;
 ALTER DATABASE :"db" SET lance_namespace.root = :'root';
 ALTER DATABASE :"db" SET lance_namespace.local_roots = :'root';
 SQL
-	port="$(find_free_port 2333)"
-	GATEWAY_PREFIX="$TMP_DIR/gateway"
-	start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
-	key="$(create_api_key lance_admin -d "$db")"
-	is_api_key "$key" || die "lance_create_api_key answered no key"
+		port="$(find_free_port 2333)"
+		GATEWAY_PREFIX="$TMP_DIR/gateway"
+		gateway="$GATEWAY_PREFIX"
+		start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+		key="$(create_api_key lance_admin -d "$db")"
+		is_api_key "$key" || die "lance_create_api_key answered no key"
+		say "running Node tests"
+	fi
 
-	say "running Node tests"
 	# the key goes through the environment, not a command line
 	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
-		LANCE_GATEWAY_LOG="$GATEWAY_PREFIX/access.log" \
-		LANCE_PSQL_ARGS="-h $PGHOST -p $PGPORT -U postgres $db" PATH="$PG_BIN:$PATH" \
+		LANCE_GATEWAY_LOG="$gateway/access.log" \
+		LANCE_PSQL_ARGS="-h $pghost -p $pgport -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
 	count_node "$log" "$rc"
-	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$GATEWAY_PREFIX/error.log" 2>/dev/null)"
+	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$gateway/error.log" 2>/dev/null)"
 }
 
 # count_node <log> <rc>: add a node --test TAP log's counts to PASSED/FAILED.
@@ -353,16 +379,65 @@ SQL
 	((rc == 0)) || say "S3 tests failed; S3 server log: $(tail -n 20 "$TMP_DIR/s3server.log")"
 }
 
+# ---------------------------------------------------------------------------
+# Newer releases: the project on PostgreSQL 17 in a Debian 13 root and on 18
+# in a Debian sid root, made with debootstrap and kept between runs
+# (test/versions/run.sh): scripts/run.sh's catalog and gateway, the SQL
+# suites, the end-to-end tests through that gateway, and a catalog of this
+# machine's PostgreSQL dumped and restored there.  Their counts and what
+# failed join this run's.
+# ---------------------------------------------------------------------------
+run_release() {
+	local part="$1" suite="$2" log="$TMP_DIR/$1.log" rc=0 summary p=0 f=0 line
+	wanted "$part" || return 0
+	say "running the project on $part in a Debian $suite root"
+	bash "$ROOT/test/versions/run.sh" "$suite" 2>&1 | tee "$log" || rc=$?
+	summary="$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)"
+	[[ -n "$summary" ]] && read -r p f <<<"$summary"
+	if ((rc != 0 && f == 0)); then
+		f=1
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	while IFS= read -r line; do
+		FAILURES+=("$part: $line")
+	done < <(awk '/^what failed:$/ { on = 1; next } on && /^  / { print substr($0, 3); next } { on = 0 }' "$log")
+	if ((rc != 0)) && [[ -z "$summary" ]]; then
+		FAILURES+=("$part: failed (see its output above)")
+	fi
+	((rc == 0)) || say "the $part tests failed"
+}
+
+# build_checked: build and install, and when something was compiled, count
+# whether the compiler warned (the build is warning-free on every release).
+build_checked() {
+	local log="$TMP_DIR/build.log" rc=0
+	build_and_install 2>&1 | tee "$log" || rc=$?
+	((rc == 0)) || exit "$rc"
+	grep -q -- ' -c -o ' "$log" || return 0
+	if grep -q 'warning:' "$log"; then
+		FAILED=$((FAILED + 1))
+		FAILURES+=("build: $(grep -m 1 'warning:' "$log" | cut -c1-180)")
+	else
+		PASSED=$((PASSED + 1))
+	fi
+}
+
 main() {
 	install_deps
-	build_and_install
+	start_test_server_dir
+	build_checked
 	start_test_server
 	# the source tree's layers: no circle, no call upward, no file too long
 	run_group layers bash "$ROOT/scripts/check_layers.sh"
 	if wanted sql; then run_sql_tests; fi
 	if wanted node; then run_node_tests; fi
 	if wanted s3; then run_s3_tests; fi
+	# a catalog another release's server holds (test/versions gives one)
+	if [[ -n "${LN_RESTORE_FROM:-}" ]]; then run_group restore bash "$ROOT/test/versions/restore.sh"; fi
 	run_group_tests
+	run_release pg17 trixie
+	run_release pg18 sid
 	((FAILED == 0)) || exit 1
 }
 

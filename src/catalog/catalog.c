@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
@@ -57,6 +58,8 @@ static int caller_security;
  */
 static bool session_open = false;
 static SubTransactionId session_subxact = InvalidSubTransactionId;
+/* What puts the caller's search path back (pg_compat.h). */
+static int session_search_path;
 
 static void
 end_session_with_transaction(XactEvent event, void *arg pg_attribute_unused())
@@ -138,17 +141,12 @@ catalog_begin(void)
 	GetUserIdAndSecContext(&caller_user, &caller_security);
 	SetUserIdAndSecContext(catalog_owner(), caller_security | SECURITY_LOCAL_USERID_CHANGE);
 	/*
-	 * Only pg_catalog (not even pg_temp) is searched while the catalog acts.
-	 * An override, not the search_path setting: setting it would make the
-	 * session's own statements look their search path up again after every
-	 * call.  The plans, made and kept under this same path, stay valid.
+	 * Only pg_catalog is searched while the catalog acts (pg_compat.h says
+	 * how each release does it); catalog_end, or the (sub)transaction's
+	 * abort, puts the caller's search path back.  The plans, made and kept
+	 * under this same path, stay valid.
 	 */
-	{
-		OverrideSearchPath path = {
-			.schemas = NIL, .addCatalog = true, .addTemp = false, .generation = 0};
-
-		PushOverrideSearchPath(&path);
-	}
+	LN_PUSH_CATALOG_SEARCH_PATH(session_search_path);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
@@ -169,7 +167,7 @@ catalog_end(void)
 	if (CurrentMemoryContext != catalog_result_cxt)
 		elog(ERROR, "lance_namespace: a catalog call left another memory context current");
 	SPI_finish();
-	PopOverrideSearchPath();
+	LN_POP_CATALOG_SEARCH_PATH(session_search_path);
 	SetUserIdAndSecContext(caller_user, caller_security);
 	session_open = false;
 }

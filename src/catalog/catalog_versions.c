@@ -175,8 +175,9 @@ catalog_insert_versions(int n, CatalogVersionInsert *rows, bool *inserted)
 	{
 		/* one version (CreateTableVersion): a plain VALUES insert, no arrays to unnest */
 		const LnTableVersion *v = &rows[0].version;
-		char nulls[9] = "         ";
+		char nulls[9];
 
+		memset(nulls, ' ', sizeof(nulls));
 		values[0] = Int64GetDatum(rows[0].table_id);
 		values[1] = CStringGetTextDatum(rows[0].branch);
 		values[2] = Int64GetDatum(v->version);

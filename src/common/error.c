@@ -9,8 +9,7 @@
 
 #include "error.h"
 
-static void ln_raise(LnErrorCode code, const char *detail, const char *message)
-	pg_attribute_noreturn();
+pg_noreturn static void ln_raise(LnErrorCode code, const char *detail, const char *message);
 
 /*
  * The batch element being worked on, named at the start of every message:

@@ -11,6 +11,8 @@
 
 #include "postgres.h"
 
+#include "pg_compat.h"
+
 typedef enum LnErrorCode
 {
 	LN_UNSUPPORTED = 0,
@@ -42,8 +44,8 @@ typedef enum LnErrorCode
 #define LN_SQLSTATE(code)                                                                          \
 	MAKE_SQLSTATE('L', 'N', '0' + ((code) / 100) % 10, '0' + ((code) / 10) % 10, '0' + (code) % 10)
 
-extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
-	pg_attribute_printf(3, 4) pg_attribute_noreturn();
+pg_noreturn extern void ln_error_detail(LnErrorCode code, const char *detail, const char *fmt, ...)
+	pg_attribute_printf(3, 4);
 #define ln_error(code, ...) ln_error_detail((code), NULL, __VA_ARGS__)
 
 extern char *ln_error_body(int code, const char *message, const char *detail);

@@ -25,6 +25,7 @@
 
 #include "../access/access.h"
 #include "../catalog/catalog.h"
+#include "../common/pg_compat.h"
 #include "../common/request.h"
 #include "changes.h"
 
@@ -271,7 +272,7 @@ changes_record(const char *operation, const LnMap *context)
 			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, change.status,
 			&change.properties, change.drop_location, access_caller(), access_caller_name(),
 			&number);
-		if (MyProc->lxid != locked_lxid)
+		if (LN_MY_LXID() != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */
 			ResourceOwner owner = CurrentResourceOwner;
@@ -281,7 +282,7 @@ changes_record(const char *operation, const LnMap *context)
 			CurrentResourceOwner = TopTransactionResourceOwner;
 			(void)LockAcquire(&entry, ExclusiveLock, false, false);
 			CurrentResourceOwner = owner;
-			locked_lxid = MyProc->lxid;
+			locked_lxid = LN_MY_LXID();
 		}
 	}
 	PG_FINALLY();

@@ -8,12 +8,14 @@
 
 #include "fmgr.h"
 
+#include "../common/pg_compat.h"
+
 #include "registry.h"
 
 extern Datum frame_sql_call(FunctionCallInfo fcinfo, const LnOperationDef *op);
 extern void frame_check_served(const LnOperationDef *op);
 extern void frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp);
-extern void frame_raise_as_lance_error(MemoryContext cxt) pg_attribute_noreturn();
+pg_noreturn extern void frame_raise_as_lance_error(MemoryContext cxt);
 
 /* Run `body` for a SQL entry point, answering only Lance errors. */
 #define LANCE_SQL_ENTRY(result, body)                                                              \

@@ -25,6 +25,7 @@
 #include "utils/jsonb.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "../common/request.h"
 #include "json_edge.h"
 #include "json_internal.h"
@@ -561,7 +562,7 @@ nests_deeper(const char *text, int limit)
 #define LN_MAX_NUMBER_SCALE	 16383
 #define LN_MAX_NUMBER_WEIGHT 131000
 
-static void
+static LN_JSON_ACTION_RESULT
 check_number(void *state, char *token, JsonTokenType type)
 {
 	const char *what = state;
@@ -571,7 +572,7 @@ check_number(void *state, char *token, JsonTokenType type)
 	int64 exponent = 0;
 
 	if (type != JSON_TOKEN_NUMBER)
-		return;
+		return LN_JSON_ACTION_DONE;
 	p += (*p == '-');
 	int_len = strspn(p, "0123456789");
 	p += int_len;
@@ -596,6 +597,7 @@ check_number(void *state, char *token, JsonTokenType type)
 	if (frac_len - exponent > LN_MAX_NUMBER_SCALE || int_len + exponent > LN_MAX_NUMBER_WEIGHT)
 		ln_error(LN_INVALID_INPUT, "%s: the number %.40s%s has more digits than a request may hold",
 				 what, token, strlen(token) > 40 ? "..." : "");
+	return LN_JSON_ACTION_DONE;
 }
 
 /*
@@ -616,7 +618,7 @@ check_json_text(const char *text, const char *what)
 	if (nests_deeper(text, LN_MAX_JSON_DEPTH + 1))
 		ln_error(LN_INVALID_INPUT, "%s: JSON nested deeper than %d levels", what,
 				 LN_MAX_JSON_DEPTH);
-	lex = makeJsonLexContextCstringLen((char *)text, strlen(text), GetDatabaseEncoding(), true);
+	lex = ln_make_json_lex_context(text, strlen(text), GetDatabaseEncoding(), true);
 	sem.semstate = (void *)what;
 	sem.scalar = check_number;
 	result = pg_parse_json(lex, &sem);

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include <json-c/json.h>
+#include <json-c/printbuf.h>
 
 /*
  * utils/builtins.h is left out on purpose: PostgreSQL declares a function
@@ -143,6 +144,18 @@ new_branch_contents(const LnRefContents *c, bool as_file)
 	return obj;
 }
 
+/*
+ * An empty object as "{}", as Lance (serde_json) prints it, whichever
+ * json-c the library links: before 0.17 json-c's pretty printer puts an
+ * empty object's closing brace on a line of its own.
+ */
+static int
+print_empty_object(json_object *obj pg_attribute_unused(), struct printbuf *pb,
+				   int level pg_attribute_unused(), int flags pg_attribute_unused())
+{
+	return printbuf_memappend(pb, "{}", 2);
+}
+
 /* A ref file's text, pretty-printed as Lance writes it. */
 char *
 json_ref_file(const LnRefContents *contents, bool branch)
@@ -150,7 +163,13 @@ json_ref_file(const LnRefContents *contents, bool branch)
 	json_object *obj =
 		branch ? new_branch_contents(contents, true) : new_tag_contents(contents, true);
 	JsonTree *tree = json_guard_tree(obj);
-	char *text = pstrdup(json_object_to_json_string_ext(
+	json_object *metadata;
+	char *text;
+
+	if (json_object_object_get_ex(obj, "metadata", &metadata) &&
+		json_object_object_length(metadata) == 0)
+		json_object_set_serializer(metadata, print_empty_object, NULL, NULL);
+	text = pstrdup(json_object_to_json_string_ext(
 		obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
 
 	json_release_tree(tree);

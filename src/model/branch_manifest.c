@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "branch_manifest.h"
 
 /* Protobuf wire types (groups, 3 and 4, do not occur in Lance's messages). */
@@ -147,7 +148,7 @@ typedef struct ManifestScan
 	uint32 max_base_id;
 } ManifestScan;
 
-static void not_a_manifest(const char *why) pg_attribute_noreturn();
+pg_noreturn static void not_a_manifest(const char *why);
 
 static void
 not_a_manifest(const char *why)

@@ -142,7 +142,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	int64 *newly_with_data = palloc(sizeof(int64) * (n + 1));
 	bool *missing = palloc(sizeof(bool) * (n + 1));
 	int nnewly = 0;
-	int i;
+	int at; /* the first entry, in request order, of those a check flags */
 
 	/* check each entry, and find its namespace */
 	for (int i = 0; i < n; i++)
@@ -203,13 +203,13 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	}
 	for (int i = 0; i < n; i++)
 		missing[i] = table_ids[i] == 0;
-	if ((i = first_in_request_order(e, n, missing)) >= 0)
+	if ((at = first_in_request_order(e, n, missing)) >= 0)
 	{
-		name_element(name_elements, e[i].index);
+		name_element(name_elements, e[at].index);
 		ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
-				 ln_id_string(&e[i].req->id, e[i].req->id.len));
+				 ln_id_string(&e[at].req->id, e[at].req->id.len));
 	}
-	for (i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 	{
 		const LnRequest *req = e[i].req;
 
@@ -250,7 +250,7 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 	if (name_elements)
 		ln_error_set_element(NULL);
 	catalog_insert_versions(n, rows, inserted);
-	for (i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 		missing[i] = !inserted[i];
 	if (first_in_request_order(e, n, missing) >= 0)
 	{
@@ -263,21 +263,21 @@ versions_create(const LnRequest *entries, int n, bool name_elements, LnTableVers
 		bool *exists = palloc(sizeof(bool) * (n + 1));
 
 		catalog_tables_exist(n, table_ids, exists);
-		for (i = 0; i < n; i++)
+		for (int i = 0; i < n; i++)
 			missing[i] = !exists[i];
-		if ((i = first_in_request_order(e, n, missing)) >= 0)
+		if ((at = first_in_request_order(e, n, missing)) >= 0)
 		{
-			name_element(name_elements, e[i].index);
+			name_element(name_elements, e[at].index);
 			ln_error(LN_TABLE_NOT_FOUND, "table \"%s\" does not exist",
-					 ln_id_string(&e[i].req->id, e[i].req->id.len));
+					 ln_id_string(&e[at].req->id, e[at].req->id.len));
 		}
-		for (i = 0; i < n; i++)
+		for (int i = 0; i < n; i++)
 			missing[i] = !inserted[i];
-		i = first_in_request_order(e, n, missing);
-		name_element(name_elements, e[i].index);
+		at = first_in_request_order(e, n, missing);
+		name_element(name_elements, e[at].index);
 		ln_error(LN_CONCURRENT_MODIFICATION,
-				 "version " INT64_FORMAT " of table \"%s\" already exists", e[i].req->version,
-				 ln_id_string(&e[i].req->id, e[i].req->id.len));
+				 "version " INT64_FORMAT " of table \"%s\" already exists", e[at].req->version,
+				 ln_id_string(&e[at].req->id, e[at].req->id.len));
 	}
 
 	for (int i = 0; i < n; i++)

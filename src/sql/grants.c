@@ -23,6 +23,7 @@
 #include "../access/access.h"
 #include "../catalog/catalog.h"
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "../common/request.h"
 #include "../feed/changes.h"
 #include "../frame/frame.h"
@@ -175,14 +176,14 @@ readable_paths(void)
 	CommandId command = GetCurrentCommandId(false);
 	TimestampTz statement = GetCurrentStatementStartTimestamp();
 
-	if (readable_cache == NULL || readable_lxid != MyProc->lxid ||
+	if (readable_cache == NULL || readable_lxid != LN_MY_LXID() ||
 		readable_statement != statement || readable_command != command ||
 		readable_caller != access_caller())
 	{
 		HASHCTL ctl;
 
 		/* an earlier transaction's table went with its memory */
-		if (readable_cache != NULL && readable_lxid == MyProc->lxid)
+		if (readable_cache != NULL && readable_lxid == LN_MY_LXID())
 			hash_destroy(readable_cache);
 		readable_cache = NULL;
 		memset(&ctl, 0, sizeof(ctl));
@@ -191,7 +192,7 @@ readable_paths(void)
 		ctl.hcxt = TopTransactionContext;
 		readable_cache = hash_create("lance_namespace readable paths", 64, &ctl,
 									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		readable_lxid = MyProc->lxid;
+		readable_lxid = LN_MY_LXID();
 		readable_statement = statement;
 		readable_command = command;
 		readable_caller = access_caller();

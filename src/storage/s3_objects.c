@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "s3_client.h"
 #include "s3_internal.h"
 
@@ -31,9 +32,8 @@
  * settings that cannot work (LN013); a conflicting operation on the bucket
  * is LN014; anything else the catalog did not expect (LN018, logged).
  */
-static void
-pg_attribute_noreturn()
-	raise_for(const S3Store *store, const S3Result *r, const char *what, const char *key)
+pg_noreturn static void
+raise_for(const S3Store *store, const S3Result *r, const char *what, const char *key)
 {
 	char *reason = s3_store_reason(r);
 	char *code = s3_store_code(r);

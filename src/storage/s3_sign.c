@@ -28,6 +28,7 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
+#include "../common/pg_compat.h"
 #include "s3_client.h"
 #include "s3_internal.h"
 
@@ -103,8 +104,7 @@ md5_base64(const char *data, size_t len)
 	int n;
 
 	hex_digest(PG_MD5, data, len, digest, sizeof(digest));
-	n = pg_b64_encode((const char *)digest, MD5_DIGEST_LENGTH, out,
-					  pg_b64_enc_len(MD5_DIGEST_LENGTH));
+	n = ln_b64_encode(digest, MD5_DIGEST_LENGTH, out, pg_b64_enc_len(MD5_DIGEST_LENGTH));
 	out[n] = '\0';
 	return out;
 }

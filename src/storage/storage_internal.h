@@ -13,6 +13,8 @@
 
 #include "postgres.h"
 
+#include "../common/pg_compat.h"
+
 #include "storage_fs.h"
 
 /*
@@ -108,7 +110,7 @@ extern void storage_wait_final_name(const char *path);
 extern void storage_lock_final_name_exact(const char *path);
 extern void storage_unlock_final_name_exact(const char *path);
 extern const char *storage_server_os_user(void);
-extern void storage_io_error(const char *what, const char *path, int err) pg_attribute_noreturn();
+pg_noreturn extern void storage_io_error(const char *what, const char *path, int err);
 extern char *storage_root_of(const char *path);
 extern char *storage_leftover_name(const char *leaf, const char *mark);
 extern int storage_open_folder(const char *root, const char *dir, bool missing_ok);

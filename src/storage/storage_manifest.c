@@ -42,6 +42,7 @@
 #include "utils/varlena.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "location.h"
 #include "storage.h"
 #include "storage_internal.h"
@@ -574,7 +575,7 @@ outcome_of(uint64 full_xid)
 		return LEFTOVER_IN_FLIGHT;
 	/* held across the look-up, as pg_xact_status does: the status must not be truncated away */
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
-	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
+	known = !TransactionIdPrecedes(xid, TransamVariables->oldestClogXid);
 	committed = known && TransactionIdDidCommit(xid);
 	LWLockRelease(XactTruncationLock);
 	if (!known)

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -593,7 +594,7 @@ local_write_branch_manifest(const char *location, const char *branch, int64 vers
 							const char *bytes, size_t len, const char *like_path)
 {
 	char *folder = table_folder(location);
-	char *name = psprintf("%020" INT64_MODIFIER "u.manifest", PG_UINT64_MAX - (uint64)version);
+	char *name = psprintf("%020" PRIu64 ".manifest", PG_UINT64_MAX - (uint64)version);
 	char *path = psprintf("%s/tree/%s/_versions/%s", folder, branch, name);
 	char *temp;
 

@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <inttypes.h>
+
 #include "access/xact.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -622,7 +624,7 @@ s3_write_branch_manifest(const char *location, const char *branch, int64 version
 	char *key;
 
 	require_table(location, &t);
-	key = psprintf("%s/tree/%s/_versions/%020" INT64_MODIFIER "u.manifest", t.key, branch,
+	key = psprintf("%s/tree/%s/_versions/%020" PRIu64 ".manifest", t.key, branch,
 				   PG_UINT64_MAX - (uint64)version);
 	add_pending(&t, key, NULL, NULL, bytes, len, true);
 	if (strncmp(like_path, "s3://", 5) == 0)

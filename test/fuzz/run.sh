@@ -15,7 +15,8 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+# (scripts/test.sh gives the PostgreSQL it tests; else the highest one installed)
+PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)}"
 DB="${FUZZ_DB:-lance_fuzz}"
 PSQL=("$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1)
 

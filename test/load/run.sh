@@ -30,7 +30,7 @@
 #   LN_TEST_PORT    first port to try (default 54541)
 #   LOAD_KEEP=1     keep the work folder (cluster, server log, tables)
 #   LOAD_PG_BIN     development only: the bin folder of another (relocated)
-#                   PostgreSQL 15 installation, e.g. one whose lib/ holds a
+#                   installation of the same PostgreSQL version, e.g. one whose lib/ holds a
 #                   deliberately broken lance_namespace.so, to see the checks
 #                   fail
 set -euo pipefail

@@ -24,7 +24,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
-command -v gdb >/dev/null || die "gdb is needed (apt-get install gdb)"
+# gdb holds the writer; a fresh machine has none
+if ! command -v gdb >/dev/null; then
+	[[ $EUID -eq 0 ]] || die "gdb is needed (apt-get install gdb)"
+	say "installing gdb"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update >/dev/null
+	apt-get install -y --no-install-recommends gdb >/dev/null
+fi
 
 new_work_dir
 PORT="$(find_free_port "${LN_TEST_PORT:-54501}")"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Inside a Debian root of another release (test/versions/run.sh runs it
+# there, as root, in a copy of the source tree): what a user of that release
+# does, from a fresh machine on.  scripts/run.sh installs what is missing,
+# builds the extension, which must build without a warning, and starts a
+# catalog with its gateway; scripts/test.sh then runs the pg_regress and
+# isolation suites, the end-to-end tests through that gateway
+# (LN_TEST_RUN_DATA), and the restore of LN_RESTORE_FROM's catalog
+# (test/versions/restore.sh); scripts/stop.sh stops the catalog.
+#
+# Prints what the scripts print, then the summary of it all, "N passed, M
+# failed", and what failed; exits 0 only when everything passed.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
+
+DATA=/var/tmp/lance_namespace-versions
+RUN_LOG="$(mktemp)"
+TEST_LOG="$(mktemp)"
+PASSED=0
+FAILED=0
+FAILURES=()
+
+# check <what> <true or false>: one check of this script's own
+check_that() {
+	if [[ "$2" == true ]]; then
+		PASSED=$((PASSED + 1))
+	else
+		FAILED=$((FAILED + 1))
+		FAILURES+=("$1")
+	fi
+}
+
+LN_DATA="$DATA" bash scripts/stop.sh >/dev/null 2>&1
+rm -rf "$DATA"
+PORT="$(find_free_port 55433)"
+GATEWAY_PORT="$(find_free_port 2533)"
+
+say "scripts/run.sh on $(. /etc/os-release && echo "$PRETTY_NAME")"
+rc=0
+LN_DATA="$DATA" LN_PORT="$PORT" LN_GATEWAY_PORT="$GATEWAY_PORT" bash scripts/run.sh 2>&1 | tee "$RUN_LOG" || rc=$?
+check_that "scripts/run.sh (exit $rc)" "$([[ $rc == 0 ]] && echo true || echo false)"
+# (the build's own lines name -W flags: a compiler's warning says "warning:")
+warnings="$(grep -c 'warning:' "$RUN_LOG")"
+check_that "the build printed $warnings compiler warnings: $(grep -m 3 'warning:' "$RUN_LOG" | tr '\n' ' ')" \
+	"$([[ $warnings == 0 ]] && echo true || echo false)"
+
+# the seeded catalog's tables are this root's postgres user's to write now
+source scripts/common.sh # the PostgreSQL run.sh installed
+[[ -n "${LN_RESTORE_TABLES:-}" ]] && chown -R postgres:postgres "$LN_RESTORE_TABLES"
+
+LN_TEST_ONLY="sql node restore" LN_TEST_RUN_DATA="$DATA" LN_GATEWAY_PORT="$GATEWAY_PORT" \
+	bash scripts/test.sh 2>&1 | tee "$TEST_LOG"
+summary="$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$TEST_LOG" | tail -n 1)"
+if [[ -n "$summary" ]]; then
+	PASSED=$((PASSED + ${summary% *}))
+	FAILED=$((FAILED + ${summary#* }))
+	mapfile -t -O "${#FAILURES[@]}" FAILURES < <(awk '/^what failed:$/ { on = 1; next }
+		on && /^  / { print substr($0, 3); next } { on = 0 }' "$TEST_LOG")
+else
+	check_that "scripts/test.sh ended without its summary" false
+fi
+
+LN_DATA="$DATA" bash scripts/stop.sh >/dev/null 2>&1 || check_that "scripts/stop.sh" false
+rm -rf "$DATA" "$RUN_LOG" "$TEST_LOG"
+
+echo
+if ((${#FAILURES[@]} > 0)); then
+	echo "what failed:"
+	printf '  %s\n' "${FAILURES[@]}"
+fi
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
