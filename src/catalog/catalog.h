@@ -123,7 +123,11 @@ extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);
 extern bool catalog_remove_storage(const char *location);
 extern int catalog_list_storage(char ***locations, LnMap **options);
-extern bool catalog_folders_shared_below(const char *folder, char **a, char **b);
+extern bool catalog_folders_shared_below(const char *folder, char **a, char **b, char **a_id,
+										 char **b_id);
+extern char *catalog_storage_below(const char *folder);
+extern int catalog_tables_coming_under(const char *folder, int limit, char ***ids);
+extern int catalog_namespaces_located_near(const char *folder, int limit, char ***ids);
 extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
 
 /* The catalog of record for its tables' storage (catalog_identity.c) */

@@ -73,6 +73,9 @@ typedef enum CatalogStatement
 	STMT_REMOVE_STORAGE,
 	STMT_LIST_STORAGE,
 	STMT_FOLDERS_SHARED_BELOW,
+	STMT_STORAGE_BELOW,
+	STMT_TABLES_COMING_UNDER,
+	STMT_NAMESPACES_LOCATED_NEAR,
 	STMT_TAKE_UNDO,
 	STMT_LIST_DUE_UNDO,
 	STMT_UNDO_DONE,
@@ -81,6 +84,19 @@ typedef enum CatalogStatement
 	STMT_ADOPT_STORAGE,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
+
+/*
+ * The names from the root down to object p (a row of lance_catalog.object
+ * aliased p, with its parent_id and name), as a text[]: its id.
+ */
+#define OBJECT_PATH                                                                                \
+	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
+	"   SELECT p.parent_id, ARRAY[p.name]"                                                         \
+	"   UNION ALL"                                                                                 \
+	"   SELECT o.parent_id, o.name OPERATOR(pg_catalog.||) up.names"                               \
+	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
+	"    WHERE up.parent_id <> 0)"                                                                 \
+	" SELECT names FROM up WHERE up.parent_id = 0)"
 
 typedef struct StatementDef
 {

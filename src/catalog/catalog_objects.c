@@ -46,15 +46,6 @@
 	"   SELECT c.id FROM lance_catalog.object c JOIN down ON c.parent_id = down.id)"               \
 	" SELECT down.id FROM down)"
 
-#define TABLE_PATH                                                                                 \
-	"(WITH RECURSIVE up(parent_id, names) AS ("                                                    \
-	"   SELECT p.parent_id, ARRAY[p.name]"                                                         \
-	"   UNION ALL"                                                                                 \
-	"   SELECT o.parent_id, o.name OPERATOR(pg_catalog.||) up.names"                               \
-	"     FROM up JOIN lance_catalog.object o ON o.id = up.parent_id"                              \
-	"    WHERE up.parent_id <> 0)"                                                                 \
-	" SELECT names FROM up WHERE up.parent_id = 0)"
-
 /*
  * The listings, each with a filter: "" for a caller that reads everything
  * (an administrator, or one that can read the namespace), or the objects a
@@ -70,7 +61,7 @@
 	" WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2" filter               \
 	" ORDER BY name LIMIT $3"
 #define LIST_ALL_TABLES(with_data, filter)                                                         \
-	"SELECT p.id, " TABLE_PATH " FROM ("                                                           \
+	"SELECT p.id, " OBJECT_PATH " FROM ("                                                          \
 	"   SELECT id, parent_id, name FROM lance_catalog.object"                                      \
 	"    WHERE kind = 'table'" with_data " AND id > $1" filter "    ORDER BY id LIMIT $2) p"       \
 	" ORDER BY p.id"

@@ -45,13 +45,61 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "   WHERE kind = 'table'"
 		 "     AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
 		 "          OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
-		 "              AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')))"
-		 "SELECT a.location, b.location FROM below a JOIN below b ON a.id < b.id"
-		 " WHERE a.folder = b.folder OR pg_catalog.starts_with(b.folder, a.folder || '/')"
-		 "    OR pg_catalog.starts_with(a.folder, b.folder || '/')"
-		 " LIMIT 1",
+		 "              AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0'))),"
+		 " pair AS ("
+		 "  SELECT a.id AS a_id, a.location AS a_location, b.id AS b_id, b.location AS b_location"
+		 "    FROM below a JOIN below b ON a.id < b.id"
+		 "   WHERE a.folder = b.folder OR pg_catalog.starts_with(b.folder, a.folder || '/')"
+		 "      OR pg_catalog.starts_with(a.folder, b.folder || '/')"
+		 "   LIMIT 1)"
+		 "SELECT pair.a_location, pair.b_location,"
+		 "       (SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$')"
+		 "          FROM lance_catalog.object p WHERE p.id = pair.a_id),"
+		 "       (SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$')"
+		 "          FROM lance_catalog.object p WHERE p.id = pair.b_id)"
+		 "  FROM pair",
 		 1,
 		 {TEXTOID}},
+	/* a setting strictly below folder key $1 */
+	[STMT_STORAGE_BELOW] = {"SELECT location FROM lance_catalog.storage"
+							" WHERE location >= $1 || '/' AND location < $1 || '0'"
+							" ORDER BY location LIMIT 1",
+							1,
+							{TEXTOID}},
+	/*
+	 * The first $2 tables, by id, at or below folder key $1 that no setting
+	 * below $1 covers: a new setting at $1 would cover them.
+	 */
+	[STMT_TABLES_COMING_UNDER] =
+		{"SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$') FROM ("
+		 "  SELECT t.id, t.parent_id, t.name FROM lance_catalog.object t"
+		 "   WHERE t.kind = 'table'"
+		 "     AND (lance_catalog.local_path(t.location) COLLATE \"C\" = $1"
+		 "          OR (lance_catalog.local_path(t.location) COLLATE \"C\" >= $1 || '/'"
+		 "              AND lance_catalog.local_path(t.location) COLLATE \"C\" < $1 || '0'))"
+		 "     AND NOT EXISTS ("
+		 "       SELECT FROM lance_catalog.storage s"
+		 "        WHERE s.location >= $1 || '/' AND s.location < $1 || '0'"
+		 "          AND (lance_catalog.local_path(t.location) COLLATE \"C\" = s.location"
+		 "               OR pg_catalog.starts_with(lance_catalog.local_path(t.location),"
+		 "                                         s.location || '/')))"
+		 "   ORDER BY t.id LIMIT $2) p"
+		 " ORDER BY p.id",
+		 2,
+		 {TEXTOID, INT4OID}},
+	/* the first $2 namespaces, by id, whose "location" is at, below or above folder key $1 */
+	[STMT_NAMESPACES_LOCATED_NEAR] =
+		{"SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$') FROM ("
+		 "  SELECT n.id, n.parent_id, n.name FROM ("
+		 "    SELECT id, parent_id, name,"
+		 "           lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" AS folder"
+		 "      FROM lance_catalog.object WHERE kind = 'namespace') n"
+		 "   WHERE n.folder = $1 OR pg_catalog.starts_with(n.folder, $1 || '/')"
+		 "      OR pg_catalog.starts_with($1, n.folder || '/')"
+		 "   ORDER BY n.id LIMIT $2) p"
+		 " ORDER BY p.id",
+		 2,
+		 {TEXTOID, INT4OID}},
 	/* the longest prefix of folder key $1 that has a setting, with its options */
 };
 
@@ -138,10 +186,11 @@ catalog_find_storage(const char *folder, char **prefix, LnMap *options)
 
 /*
  * Two tables at or below folder key `folder` whose folders are one, or one
- * inside the other: their locations in *a and *b; false if there are none.
+ * inside the other: their locations in *a and *b, their ids (joined by '$')
+ * in *a_id and *b_id; false if there are none.
  */
 bool
-catalog_folders_shared_below(const char *folder, char **a, char **b)
+catalog_folders_shared_below(const char *folder, char **a, char **b, char **a_id, char **b_id)
 {
 	Datum values[1] = {CStringGetTextDatum(folder)};
 
@@ -150,5 +199,54 @@ catalog_folders_shared_below(const char *folder, char **a, char **b)
 		return false;
 	*a = catalog_result_text(0, 1);
 	*b = catalog_result_text(0, 2);
+	*a_id = catalog_result_text(0, 3);
+	*b_id = catalog_result_text(0, 4);
 	return true;
+}
+
+/* A setting strictly below folder key `folder`: its prefix, or NULL. */
+char *
+catalog_storage_below(const char *folder)
+{
+	Datum values[1] = {CStringGetTextDatum(folder)};
+
+	execute(STMT_STORAGE_BELOW, values, NULL, 1);
+	return SPI_processed > 0 ? catalog_result_text(0, 1) : NULL;
+}
+
+/* The ids (joined by '$') statement `stmt` answers for folder key `folder`, at most `limit`. */
+static int
+object_ids_near(CatalogStatement stmt, const char *folder, int limit, char ***ids)
+{
+	Datum values[2] = {CStringGetTextDatum(folder), Int32GetDatum(limit)};
+	int n;
+
+	execute(stmt, values, NULL, 0);
+	n = (int)SPI_processed;
+	*ids = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+		(*ids)[i] = catalog_result_text(i, 1);
+	return n;
+}
+
+/*
+ * The tables a new setting at folder key `folder` would cover: those at or
+ * below it that no setting below it covers, at most `limit`, as ids joined by
+ * '$', in the order they were made.
+ */
+int
+catalog_tables_coming_under(const char *folder, int limit, char ***ids)
+{
+	return object_ids_near(STMT_TABLES_COMING_UNDER, folder, limit, ids);
+}
+
+/*
+ * The namespaces whose "location" property is at, below or above folder key
+ * `folder`, at most `limit`, as ids joined by '$', in the order they were
+ * made.
+ */
+int
+catalog_namespaces_located_near(const char *folder, int limit, char ***ids)
+{
+	return object_ids_near(STMT_NAMESPACES_LOCATED_NEAR, folder, limit, ids);
 }

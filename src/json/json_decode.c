@@ -935,12 +935,14 @@ json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char
 
 /*
  * A request of lance_set_storage (with_options) or lance_remove_storage:
- * {"location": "s3://bucket/prefix", "options": {"name": "value", ...}}.
- * Option values are strings, as Lance takes them; a boolean or a number is
- * taken as its JSON text ("allow_http": true is "true").
+ * {"location": "s3://bucket/prefix", "options": {"name": "value", ...},
+ * "take_over": true}.  Option values are strings, as Lance takes them; a
+ * boolean or a number is taken as its JSON text ("allow_http": true is
+ * "true").  take_over (lance_set_storage alone) is false when absent.
  */
 void
-json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options)
+json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options,
+							bool *take_over)
 {
 	JsonTree *tree = jsonb_tree(request, "the request");
 	json_object *member;
@@ -953,6 +955,13 @@ json_decode_storage_setting(Jsonb *request, bool with_options, char **location, 
 	{
 		json_release_tree(tree);
 		return;
+	}
+	*take_over = false;
+	if (json_object_object_get_ex(tree->root, "take_over", &member) && member != NULL)
+	{
+		if (!json_object_is_type(member, json_type_boolean))
+			ln_error(LN_INVALID_INPUT, "field \"take_over\" must be true or false");
+		*take_over = json_object_get_boolean(member);
 	}
 	if (!json_object_object_get_ex(tree->root, "options", &member) || member == NULL ||
 		!json_object_is_type(member, json_type_object))

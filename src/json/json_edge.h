@@ -26,7 +26,7 @@ extern void json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char 
 extern Jsonb *json_encode_grant(const LnId *id, const char *role, const char *privilege,
 								bool changed, const char *transaction_id);
 extern void json_decode_storage_setting(Jsonb *request, bool with_options, char **location,
-										LnMap *options);
+										LnMap *options, bool *take_over);
 extern Jsonb *json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one);
 extern Jsonb *json_encode_grants(const LnId *id, int n, char **roles, char **privileges);
 

@@ -13,6 +13,7 @@
 #include "../common/request.h"
 #include "../feed/changes.h"
 #include "../model/objects.h"
+#include "../storage/location.h"
 #include "../storage/storage.h"
 #include "ops_namespace.h"
 
@@ -54,30 +55,101 @@ static const LnEnumValue drop_behaviors[] = {
  * then finds the winner's namespace (or table) and follows its mode.
  */
 /*
- * A namespace's "location" property is where the catalog puts its tables.
  * Where the catalog manages versions (below lance_namespace.local_roots or
- * an S3 storage setting) it writes and removes there, and hands out the
- * setting's credentials: only an administrator chooses such a place, as
- * only one names a table's folder there.
+ * an S3 storage setting) it writes and removes files, and hands the
+ * setting's keys to the tables' callers: which tables go there is an
+ * administrator's choice.  A namespace's "location" property is where its
+ * tables go, and its namespaces' tables below, one folder per level.  So
+ * another role may give a namespace a location only where no managed prefix
+ * is at it, above it, or below it (a child's folder would reach that one),
+ * and where no table's folder is at, in or around it: its tables would go
+ * into another table's folder, and a setting made later could not manage
+ * both (lance_set_storage refuses tables in one another's folders).
+ * Locations are compared folder by folder in one spelling
+ * (location_folder_key): "s3://lake/x/../cat/" is "s3://lake/cat".
  */
 static void
 check_location_property(const LnRequest *req, const LnMap *properties)
 {
 	const char *location = ln_map_get(properties, "location");
+	char *folder;
 
 	if (location == NULL)
 		return;
 	storage_check_location_spelling(location);
-	if (access_caller_is_admin())
+	if (location[0] == '\0' || access_caller_is_admin())
 		return;
-	/* the tables go below it */
-	if (storage_is_managed(psprintf("%s/t", location)))
+	/* no local path and no S3 location: nothing there or below is ever managed */
+	folder = location_folder_key(location);
+	if (folder == NULL)
+		return;
+	if (storage_managing_prefix(location) != NULL || storage_local_root_below(location) != NULL ||
+		(!storage_is_local(location) && catalog_storage_below(folder) != NULL))
 		ln_error_detail(LN_PERMISSION_DENIED,
 						"Create the namespace without a location, or ask an administrator.",
-						"only an administrator gives namespace \"%s\" a location where the "
-						"catalog manages versions (below lance_namespace.local_roots or a storage "
-						"setting)",
+						"only an administrator gives namespace \"%s\" a location at, inside or "
+						"around a folder where the catalog manages versions (lance_namespace."
+						"local_roots or a storage setting)",
 						ln_id_string(&req->id, req->id.len));
+	if (catalog_location_in_use(folder, CATALOG_ROOT_ID))
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Choose a folder apart from every table's, or ask an administrator.",
+						"only an administrator gives namespace \"%s\" a location at, inside or "
+						"around a table's folder",
+						ln_id_string(&req->id, req->id.len));
+}
+
+/*
+ * A namespace without a "location" property places its tables below its
+ * parent's location (the closest property above, or lance_namespace.root),
+ * in a folder of its name; where locations are read with their escapes
+ * decoded (S3, file URIs), a '/' in the name makes that several folders.
+ * Another role than an administrator may not enter so a managed prefix that
+ * its parent's location is not in: checked where the location is derived,
+ * for every namespace made, so that no chain of them gets there either.
+ */
+static void
+check_derived_location(const LnRequest *req, const LocationBase *base, const LnMap *properties)
+{
+	const char *location = ln_map_get(properties, "location");
+	const char *from_base = base->base;
+	int level = base->level;
+	LnId parent_below;
+	LnId below;
+	char *from;
+	char *to;
+	char *prefix;
+	char *from_folder;
+
+	if ((location != NULL && location[0] != '\0') || access_caller_is_admin())
+		return;
+	if (from_base == NULL)
+	{
+		from_base = location_root();
+		level = 0;
+	}
+	if (from_base == NULL)
+		return; /* nothing is derived here */
+	parent_below.names = req->id.names + level;
+	parent_below.len = req->id.len - 1 - level;
+	below = parent_below;
+	below.len++;
+	from = location_for_namespace(from_base, &parent_below);
+	to = location_for_namespace(from_base, &below);
+	/* a name that cannot be a folder derives nothing (DeclareTable refuses it) */
+	if (from == NULL || to == NULL)
+		return;
+	prefix = storage_managing_prefix(to);
+	if (prefix == NULL)
+		return;
+	from_folder = location_folder_key(from);
+	if (from_folder != NULL && location_folder_within(from_folder, prefix))
+		return;
+	ln_error_detail(LN_PERMISSION_DENIED, "Choose another name, or ask an administrator.",
+					"only an administrator creates namespace \"%s\": its tables would go inside a "
+					"folder where the catalog manages versions (lance_namespace.local_roots or a "
+					"storage setting) that its parent's tables are not in",
+					ln_id_string(&req->id, req->id.len));
 }
 
 void
@@ -88,6 +160,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	const char *name;
 	CatalogObject parent;
 	CatalogObject existing;
+	LocationBase base;
 
 	ln_require_id(req);
 	check_location_property(req, &properties);
@@ -101,7 +174,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 	}
 	name = req->id.names[req->id.len - 1];
 
-	if (!objects_find_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &parent, NULL))
+	if (!objects_find_namespace(&req->id, req->id.len - 1, CATALOG_KEY_SHARE, &parent, &base))
 		ln_error(LN_NAMESPACE_NOT_FOUND, "parent namespace \"%s\" does not exist",
 				 ln_id_string(&req->id, req->id.len - 1));
 
@@ -114,6 +187,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 
 		if (id != 0)
 		{
+			check_derived_location(req, &base, &properties);
 			changes_touch(&req->id, req->id.len, true, -1, id);
 			return;
 		}
@@ -146,6 +220,7 @@ op_create_namespace(const LnRequest *req, LnResponse *resp)
 				ln_error(LN_NAMESPACE_NOT_EMPTY,
 						 "cannot overwrite namespace \"%s\": it contains tables or namespaces",
 						 ln_id_string(&req->id, req->id.len));
+			check_derived_location(req, &base, &properties);
 			catalog_set_properties(existing.id, &properties);
 			changes_touch(&req->id, req->id.len, true, -1, existing.id);
 			break;

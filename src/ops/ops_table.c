@@ -184,11 +184,38 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 			ln_id_string(&req->id, req->id.len));
 }
 
+/*
+ * A table's name may spell several folders where locations are read with
+ * their escapes decoded (a '/' in it, on S3 or in a file URI): another role
+ * than an administrator may not enter so a managed prefix that the table's
+ * namespace is not in (CreateNamespace checks each namespace's own name).
+ * One look-up of the setting that covers the location, which the answer
+ * needs anyway: no statement.
+ */
+static void
+check_name_stays_out(const LnRequest *req, const char *ns_location, const char *location)
+{
+	char *prefix = storage_managing_prefix(location);
+	char *ns_folder;
+
+	if (prefix == NULL)
+		return;
+	ns_folder = location_folder_key(ns_location);
+	if (ns_folder != NULL && location_folder_within(ns_folder, prefix))
+		return;
+	ln_error_detail(LN_PERMISSION_DENIED, "Choose another name, or ask an administrator.",
+					"only an administrator declares table \"%s\": its name would take it inside a "
+					"folder where the catalog manages versions (lance_namespace.local_roots or a "
+					"storage setting) that its namespace's tables are not in",
+					ln_id_string(&req->id, req->id.len));
+}
+
 /* The location a declared table gets when the request gives none. */
 static char *
 derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 {
 	LnId below;
+	char *location;
 	const char *root = base->base;
 	int level = base->level;
 	CatalogObject existing;
@@ -210,7 +237,10 @@ derive_location(const LnRequest *req, int64 ns_id, const LocationBase *base)
 
 	below.len = req->id.len - 1 - level;
 	below.names = req->id.names + level;
-	return location_for_new_table(root, &below, table_name_of(req));
+	location = location_for_new_table(root, &below, table_name_of(req));
+	if (!access_caller_is_admin())
+		check_name_stays_out(req, location_for_namespace(root, &below), location);
+	return location;
 }
 
 /*

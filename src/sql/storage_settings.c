@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
 #include "../access/access.h"
@@ -61,6 +62,66 @@ setting_key(const char *location)
 	return key;
 }
 
+/* How many tables or namespaces a refusal names (one more tells that there are more). */
+#define NAMED_AT_MOST 10
+
+/* `ids`, at most NAMED_AT_MOST of them, quoted and joined for a message. */
+static char *
+named_list(char **ids, int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < n && i < NAMED_AT_MOST; i++)
+		appendStringInfo(&buf, "%s\"%s\"", i ? ", " : "", ids[i]);
+	if (n > NAMED_AT_MOST)
+		appendStringInfoString(&buf, " and more");
+	return buf.data;
+}
+
+/*
+ * A new setting takes over what lies at its prefix: the tables there become
+ * managed (the catalog writes their manifests and hands the setting's keys
+ * to whoever may read them), and so do the tables namespaces with a
+ * "location" property at, below or above the prefix place there from now
+ * on.  Tables and namespace locations a writer chose where nothing was
+ * managed are then the writer's way into the prefix, so the administrator
+ * is told which they are, and sets the storage anyway with "take_over":
+ * true once they are the ones meant.  Replacing a setting takes over
+ * nothing new.
+ */
+static void
+check_take_over(const char *key)
+{
+	char *prefix;
+	LnMap options;
+	char **tables;
+	char **namespaces;
+	int ntables;
+	int nnamespaces;
+
+	if (catalog_find_storage(key, &prefix, &options) && strcmp(prefix, key) == 0)
+		return;
+	ntables = catalog_tables_coming_under(key, NAMED_AT_MOST + 1, &tables);
+	nnamespaces = catalog_namespaces_located_near(key, NAMED_AT_MOST + 1, &namespaces);
+	if (ntables > 0)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Check who placed them (lance_changes() names who registered or declared "
+						"each); deregister those not meant to be managed, or pass \"take_over\": "
+						"true to set the storage anyway.",
+						"a setting for \"%s\" would take over tables placed while no setting "
+						"managed them: %s",
+						key, named_list(tables, ntables));
+	if (nnamespaces > 0)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Check who gave them their locations (lance_changes() names who created "
+						"each); drop or overwrite those not meant to place tables there, or pass "
+						"\"take_over\": true to set the storage anyway.",
+						"a setting for \"%s\" would take over the tables of namespaces whose "
+						"location is at, below or above it: %s",
+						key, named_list(namespaces, nnamespaces));
+}
+
 static Jsonb *
 set_storage(Jsonb *request)
 {
@@ -68,8 +129,9 @@ set_storage(Jsonb *request)
 	LnMap options;
 	LnMap shown;
 	char *key;
+	bool take_over;
 
-	json_decode_storage_setting(request, true, &location, &options);
+	json_decode_storage_setting(request, true, &location, &options, &take_over);
 	access_begin();
 	access_require_admin("lance_set_storage");
 	key = setting_key(location);
@@ -83,13 +145,17 @@ set_storage(Jsonb *request)
 	{
 		char *a;
 		char *b;
+		char *a_id;
+		char *b_id;
 
-		if (catalog_folders_shared_below(key, &a, &b))
+		if (catalog_folders_shared_below(key, &a, &b, &a_id, &b_id))
 			ln_error_detail(LN_INVALID_INPUT, "Move or deregister one of them first.",
-							"tables at \"%s\" and \"%s\" share a folder below \"%s\": the "
-							"catalog cannot manage their versions",
-							a, b, key);
+							"tables \"%s\" at \"%s\" and \"%s\" at \"%s\" share a folder below "
+							"\"%s\": the catalog cannot manage their versions",
+							a_id, a, b_id, b, key);
 	}
+	if (!take_over)
+		check_take_over(key);
 	catalog_set_storage(key, &options, access_caller());
 	catalog_end();
 	storage_forget_settings();
@@ -104,7 +170,7 @@ remove_storage(Jsonb *request)
 	char *key;
 	bool removed;
 
-	json_decode_storage_setting(request, false, &location, NULL);
+	json_decode_storage_setting(request, false, &location, NULL, NULL);
 	access_begin();
 	access_require_admin("lance_remove_storage");
 	key = setting_key(location);

@@ -45,19 +45,42 @@ is_safe_path_byte(unsigned char c)
 }
 
 /*
- * Append one object name as one path segment.  Names may hold any character,
- * so everything but letters, digits, '-', '_' and '.' is percent-encoded.  A
- * name made only of dots ("." or "..") has no safe encoding: URI parsers read
- * "%2E%2E" as "..", which would climb out of the folder.  Such a namespace
- * needs an explicit location.
+ * True if `name` can be one path segment of a derived location.  Names may
+ * hold any character, and are percent-encoded (append_path_segment), but an
+ * S3 location's path and a file URI are read with their escapes decoded
+ * (location_folder_key, as Lance reads them): a '/' in a name is a folder
+ * boundary there, and a name made only of dots, or a part of one between
+ * '/'s that is "." or "..", would then stay in or climb out of its folder
+ * ("%2E%2E" is read as ".." by URI parsers too).  Such a name derives no
+ * location.
+ */
+static bool
+name_is_path_segment(const char *name)
+{
+	const char *c = name;
+
+	if (strspn(name, ".") == strlen(name))
+		return false;
+	for (;;)
+	{
+		size_t len = strcspn(c, "/");
+
+		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (c[len] == '\0')
+			return true;
+		c += len + 1;
+	}
+}
+
+/*
+ * Append one object name as one path segment: everything but letters,
+ * digits, '-', '_' and '.' percent-encoded, so that no name adds a folder in
+ * a plain path.  The caller checked name_is_path_segment.
  */
 static void
 append_path_segment(StringInfo buf, const char *name)
 {
-	if (strspn(name, ".") == strlen(name))
-		ln_error_detail(LN_INVALID_INPUT, "Give the table a location.",
-						"cannot derive a table location through the name \"%s\"", name);
-
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 	{
 		if (is_safe_path_byte(*c))
@@ -68,36 +91,91 @@ append_path_segment(StringInfo buf, const char *name)
 }
 
 /*
+ * Append `base` without its trailing slashes, then a folder per name of
+ * `below`; false, with the name in *refused, if a name cannot be a folder.
+ */
+static bool
+append_folders(StringInfo buf, const char *base, const LnId *below, const char **refused)
+{
+	size_t base_len = strlen(base);
+
+	while (base_len > 0 && base[base_len - 1] == '/')
+		base_len--;
+	appendBinaryStringInfo(buf, base, base_len);
+	for (int i = 0; i < below->len; i++)
+	{
+		if (!name_is_path_segment(below->names[i]))
+		{
+			*refused = below->names[i];
+			return false;
+		}
+		appendStringInfoChar(buf, '/');
+		append_path_segment(buf, below->names[i]);
+	}
+	return true;
+}
+
+/*
+ * The location a namespace's tables go below: `base`, then a folder per
+ * namespace in `below_base`.  NULL if a name there cannot be a folder
+ * (name_is_path_segment): nothing is derived through such a namespace.
+ */
+char *
+location_for_namespace(const char *base, const LnId *below_base)
+{
+	StringInfoData buf;
+	const char *refused;
+
+	initStringInfo(&buf);
+	if (!append_folders(&buf, base, below_base, &refused))
+		return NULL;
+	/* the file system's root keeps its slash */
+	if (buf.len == 0 && base[0] == '/')
+		appendStringInfoChar(&buf, '/');
+	return buf.data;
+}
+
+/*
  * The location for a newly declared table: `base`, then a folder per
  * namespace in `below_base`, then a folder for the table.  The table's folder
  * carries a random suffix, so that a table dropped and declared again under
  * the same name never finds the old table's files (LanceDB refuses to create
- * a table where data already exists).
+ * a table where data already exists).  A name that cannot be a folder
+ * (name_is_path_segment) is LN013: the table needs a location of its own.
  */
 char *
 location_for_new_table(const char *base, const LnId *below_base, const char *table_name)
 {
 	StringInfoData buf;
 	uint32 suffix;
-	size_t base_len = strlen(base);
+	const char *refused = table_name;
 
 	if (!pg_strong_random(&suffix, sizeof(suffix)))
 		ln_error(LN_INTERNAL, "could not generate a random table folder suffix");
 
-	while (base_len > 0 && base[base_len - 1] == '/')
-		base_len--;
-
 	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, base, base_len);
-	for (int i = 0; i < below_base->len; i++)
-	{
-		appendStringInfoChar(&buf, '/');
-		append_path_segment(&buf, below_base->names[i]);
-	}
+	if (!append_folders(&buf, base, below_base, &refused) || !name_is_path_segment(table_name))
+		ln_error_detail(LN_INVALID_INPUT, "Give the table a location.",
+						"cannot derive a table location through the name \"%s\"", refused);
 	appendStringInfoChar(&buf, '/');
 	append_path_segment(&buf, table_name);
 	appendStringInfo(&buf, "_%08x.lance", suffix);
 	return buf.data;
+}
+
+/*
+ * True if folder key `folder` (location_folder_key) is `parent` or below it,
+ * folder by folder: "s3://lake/cat" is below "s3://lake", "s3://lake2" is
+ * not; every local path is below "/".
+ */
+bool
+location_folder_within(const char *folder, const char *parent)
+{
+	size_t len = strlen(parent);
+
+	if (strncmp(folder, parent, len) != 0)
+		return false;
+	return folder[len] == '\0' || folder[len] == '/' || (len > 0 && parent[len - 1] == '/');
 }
 
 /*

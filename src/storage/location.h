@@ -12,8 +12,10 @@
 extern void location_init(void);
 extern const char *location_root(void);
 
+extern char *location_for_namespace(const char *base, const LnId *below_base);
 extern char *location_for_new_table(const char *base, const LnId *below_base,
 									const char *table_name);
+extern bool location_folder_within(const char *folder, const char *parent);
 extern char *location_to_uri(const char *location);
 extern char *location_local_path(const char *location);
 extern const char *location_s3_authority_extra(const char *location);

@@ -83,6 +83,8 @@ extern bool storage_options_for(const char *location, LnMap *options);
 extern bool storage_option_is_secret(const char *name);
 extern void storage_check_setting(const char *location, const LnMap *options);
 extern bool storage_is_managed(const char *location);
+extern char *storage_managing_prefix(const char *location);
+extern char *storage_local_root_below(const char *location);
 extern bool storage_is_local(const char *location);
 extern void storage_check_location(const char *location);
 extern void storage_check_location_spelling(const char *location);

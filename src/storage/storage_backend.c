@@ -117,6 +117,28 @@ storage_is_managed(const char *location)
 }
 
 /*
+ * The prefix under which the catalog manages versions that is `location`'s
+ * folder or holds it, in location_folder_key's spelling: the storage setting
+ * that covers an S3 location, the local root a local path is or is below.
+ * NULL if there is none.  (A table exactly at a local root is not managed,
+ * but the tables below that folder are.)
+ */
+char *
+storage_managing_prefix(const char *location)
+{
+	if (backend_of(location) == &s3_backend)
+		return s3_managing_prefix(location);
+	return storage_local_root_near(location_local_path(location), false);
+}
+
+/* A local root strictly below `location`'s folder, or NULL (the catalog finds S3 settings). */
+char *
+storage_local_root_below(const char *location)
+{
+	return storage_local_root_near(location_local_path(location), true);
+}
+
+/*
  * LN013 if `location` is an S3 location whose authority holds more than a
  * bucket (location_s3_authority_extra).  Every place a location is accepted
  * checks it: a table's, a namespace's "location" property, a storage setting.

@@ -76,6 +76,7 @@ extern void local_delete_branch_data(const char *location, const char *branch, b
 /* the S3 backend: storage_s3.c */
 extern bool s3_manages(const char *location);
 extern bool s3_options_for(const char *location, LnMap *options);
+extern char *s3_managing_prefix(const char *location);
 extern void s3_check_manifest(const char *location, const char *branch, int64 version,
 							  bool v1_naming, const char *manifest_path, int64 size,
 							  ManifestCopy *copy);
@@ -100,6 +101,7 @@ extern void s3_end_subtransaction(bool commit, SubTransactionId mySubid,
 /* storage_local.c: the local roots, and the undo list of file changes */
 extern void storage_local_init(void);
 extern char *storage_managing_root(const char *path, bool resolved);
+extern char *storage_local_root_near(const char *path, bool below);
 extern bool storage_local_pending(void);
 extern void storage_local_end_transaction(bool commit);
 extern void storage_local_end_subtransaction(bool commit, SubTransactionId mySubid,

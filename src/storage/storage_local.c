@@ -31,6 +31,7 @@
 #include "utils/varlena.h"
 
 #include "../common/error.h"
+#include "location.h"
 #include "storage.h"
 #include "storage_internal.h"
 
@@ -130,6 +131,37 @@ bool
 storage_has_local_roots(void)
 {
 	return local_roots != NULL && local_roots[0] != '\0';
+}
+
+/*
+ * A local root that lies near canonical local path `path`, in
+ * location_folder_key's spelling: with `below`, one strictly below it;
+ * else one that is it or above it (the tables below `path` are then
+ * managed).  NULL if there is none.
+ */
+char *
+storage_local_root_near(const char *path, bool below)
+{
+	char *roots;
+	List *root_list;
+	ListCell *lc;
+
+	if (path == NULL || !storage_has_local_roots())
+		return NULL;
+	roots = pstrdup(local_roots);
+	if (!SplitDirectoriesString(roots, ',', &root_list))
+		return NULL; /* the setting's check hook refuses such a value */
+	foreach (lc, root_list)
+	{
+		char *root = location_local_path((char *)lfirst(lc));
+
+		if (root == NULL)
+			continue;
+		if (below ? strcmp(root, path) != 0 && location_folder_within(root, path)
+				  : location_folder_within(path, root))
+			return root;
+	}
+	return NULL;
 }
 
 /*

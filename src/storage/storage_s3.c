@@ -222,6 +222,15 @@ s3_manages(const char *location)
 	return find_table(location, &t);
 }
 
+/* The prefix of the setting that covers `location` (a folder key), or NULL. */
+char *
+s3_managing_prefix(const char *location)
+{
+	S3Table t;
+
+	return find_table(location, &t) ? pstrdup(t.setting) : NULL;
+}
+
 /*
  * The storage options to hand a caller for `location`: those of the setting
  * that covers it (the transaction's look-up of it, copied); false if none
