@@ -172,6 +172,9 @@ seed_privileges() {
 GRANT EXECUTE ON FUNCTION lance_describe_table(jsonb), lance_list_namespaces(jsonb) TO $ROLE;
 REVOKE EXECUTE ON FUNCTION lance_drop_table(jsonb), lance_drop_namespace(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_drop_table(jsonb) TO $ROLE;
+-- lance_rest for the gateway's role alone: the update to 0.6.0 makes it anew
+REVOKE EXECUTE ON FUNCTION lance_rest(text, text, text, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_rest(text, text, text, text, jsonb) TO $ROLE;
 GRANT USAGE ON SCHEMA lance_catalog TO $ROLE;
 GRANT SELECT ON lance_catalog.object, lance_catalog.version TO $ROLE;
 GRANT SELECT, INSERT ON lance_catalog.change TO $ROLE;
@@ -242,7 +245,8 @@ SELECT 'relation ' || c.oid::regclass::text || ' ' || coalesce(c.relacl::text, '
   FROM pg_class c WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind IN ('r', 'S') ORDER BY 1;
 SELECT 'has_function_privilege ' || f || ' ' || has_function_privilege('$ROLE', f, 'EXECUTE')
   FROM unnest(ARRAY['lance_describe_table(jsonb)', 'lance_list_namespaces(jsonb)', 'lance_drop_table(jsonb)',
-                    'lance_drop_namespace(jsonb)', 'lance_create_namespace(jsonb)']) f;
+                    'lance_drop_namespace(jsonb)', 'lance_create_namespace(jsonb)',
+                    'lance_rest(text, text, text, text, jsonb)']) f;
 SELECT 'has_table_privilege ' || t || ' ' || p || ' ' || has_table_privilege('$ROLE', t, p)
   FROM unnest(ARRAY['lance_catalog.object', 'lance_catalog.version', 'lance_catalog.change']) t,
        unnest(ARRAY['SELECT', 'INSERT', 'DELETE']) p ORDER BY 1;
@@ -613,6 +617,12 @@ kept="$(comm -12 <(sort <<<"$UPG_FPRIV" | cut -d' ' -f2) <(sort <<<"$after_fpriv
 same "function ACLs after the update ($(grep -c . <<<"$kept") functions kept)" \
 	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$UPG_FPRIV" | sort)" \
 	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$after_fpriv" | sort)"
+# the update makes lance_rest anew: the grants on it stay the
+# administrator's, which a dump of the updated database carries
+same "a dump of the updated database keeps the grants on lance_rest" \
+	"REVOKE ALL ON FUNCTION public.lance_rest FROM PUBLIC; GRANT ALL ON FUNCTION public.lance_rest TO $ROLE;" \
+	"$("$PG_BIN/pg_dump" -s -U postgres -h "$SOCK" -p "$PORT" upg 2>/dev/null |
+		sed -n 's/^\(REVOKE\|GRANT\) \(.*\) ON FUNCTION public\.lance_rest(.*) \(FROM\|TO\) \(.*\)$/\1 \2 ON FUNCTION public.lance_rest \3 \4/p' | tr '\n' ' ' | sed 's/ $//')"
 same "lance_process_drops() is for administrators after the update" "f t" \
 	"$(D upg -c "SELECT has_function_privilege('$ROLE', 'lance_process_drops()', 'EXECUTE'), has_function_privilege('lance_admin', 'lance_process_drops()', 'EXECUTE')" | tr '|' ' ')"
 D postgres -c 'CREATE DATABASE fresh'
