@@ -150,11 +150,13 @@ lance_namespace   postgres         postgres
 lance_namespace   postgres         lance_gateway
 lance_namespace   root             postgres'
 # What run.sh wrote before 0.6.0: it trusted every local connection.
+# shellcheck disable=SC2034 # run.sh's, which sources this file
 LN_RUN_HBA_TRUST='# Written by lance_namespace scripts/common.sh: local use only.
 # TYPE  DATABASE  USER  ADDRESS       METHOD
 local   all       all                 trust
 host    all       all   127.0.0.1/32  trust'
 # The run cluster's socket folder: the postgres user's alone (root passes).
+# shellcheck disable=SC2034 # run.sh's, which sources this file
 LN_RUN_SOCKET_MODE=700
 
 # write_run_auth <datadir>: write LN_RUN_HBA and LN_RUN_IDENT into the

@@ -205,9 +205,11 @@ logged() {
 	local path
 	for path in "$@"; do awk -v p="$path" '$3 == p { print $3, $4, $6 }' "$LOG"; done | tr '\n' ' ' | sed 's/ $//'
 }
+# shellcheck disable=SC2016 # the paths hold a literal $
 check "the forged keys' requests log key=-" \
 	"/v1/namespace/gw\$forged1/list 401 key=- /v1/namespace/gw\$forged2/list 401 key=- /v1/forged3 404 key=-" \
 	"$(logged '/v1/namespace/gw$forged1/list' '/v1/namespace/gw$forged2/list' /v1/forged3)"
+# shellcheck disable=SC2016 # the paths hold a literal $
 check "the key as the 100th header is logged; after 100 others, key=-" \
 	"/v1/namespace/gw/list/ 200 key=$KEY_ID /v1/namespace/gw\$header101/list 431 key=-" \
 	"$(logged /v1/namespace/gw/list/ '/v1/namespace/gw$header101/list')"
