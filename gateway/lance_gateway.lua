@@ -5,8 +5,9 @@
 -- with bound parameters, and writes back the status, headers and body it
 -- answers.  Each nginx worker keeps one database connection, as the database
 -- role lance_gateway.  Authentication is the database's: lance_rest() checks
--- the request's API key and runs the request as the key's role; the gateway
--- only notes the key's id for its access log.
+-- the request's API key and runs the request as the key's role, and answers
+-- the id of the key it authenticated, which the gateway writes to its access
+-- log (never an id merely sent: "lnk_<someone's id>_junk" is logged as "-").
 local DBI = require("DBI")
 local cjson = require("cjson.safe")
 
@@ -14,8 +15,14 @@ local M = {}
 
 local dbh, sth
 
-local SQL = "SELECT status, response_headers::text, response_body"
+local SQL = "SELECT status, response_headers::text, response_body, key_id"
 	.. " FROM lance_rest(?, ?, ?, ?, ?::jsonb)"
+
+-- The most headers a request may carry.  The gateway hands the catalog
+-- every header or refuses the request (431, code 13): one it did not read
+-- (an API key after 100 others) must not be dropped silently, which would
+-- run the request without it.
+local MAX_HEADERS = 100
 
 local function connect()
 	local conf = ngx.var
@@ -45,10 +52,16 @@ local function reply(status, headers, body)
 	return ngx.exit(status)
 end
 
+-- A Lance error body, {"code": N, "error": "..."}, with code first as the
+-- catalog writes its own (a Lua table has no order).
+local function error_body(code, message)
+	return '{"code":' .. code .. ',"error":' .. cjson.encode(message) .. "}"
+end
+
 local function unavailable(message)
 	ngx.log(ngx.ERR, "lance_gateway: ", message)
 	return reply(503, { ["content-type"] = "application/json" },
-		cjson.encode({ code = 17, error = "the catalog database is unavailable: " .. message }))
+		error_body(17, "the catalog database is unavailable: " .. message))
 end
 
 -- Run lance_rest once.  A failed statement is not retried: the server may
@@ -76,7 +89,7 @@ end
 
 local function refuse(status, code, message)
 	return reply(status, { ["content-type"] = "application/json" },
-		cjson.encode({ code = code, error = message }))
+		error_body(code, message))
 end
 
 -- A space-separated nginx variable as a set.
@@ -125,22 +138,12 @@ local function refusal(body)
 	return nil
 end
 
--- The id of the request's API key ("lnk_" and 12 hex digits), for the
--- access log, or "-": from x-api-key, else from Authorization: Bearer, as
--- lance_rest() reads them.  Never the key itself, which is a secret.
-local KEY_ID = "^(lnk_" .. ("[0-9a-f]"):rep(12) .. ")_"
-
-local function key_id()
-	local key = ngx.var.http_x_api_key
-	if not key then
-		local authorization = ngx.var.http_authorization
-		key = authorization and authorization:match("^[Bb][Ee][Aa][Rr][Ee][Rr] +(.*)$")
-	end
-	return key and key:match(KEY_ID) or "-"
-end
-
 function M.handle()
-	ngx.var.lance_key_id = key_id()
+	-- get_headers answers "truncated" as a second value when there were more
+	local request_headers, truncated = ngx.req.get_headers(MAX_HEADERS)
+	if truncated then
+		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
+	end
 	ngx.req.read_body()
 	local body = ngx.req.get_body_data()
 	if not body then
@@ -161,7 +164,7 @@ function M.handle()
 	end
 
 	local headers = {}
-	for name, value in pairs(ngx.req.get_headers(100)) do
+	for name, value in pairs(request_headers) do
 		headers[name] = type(value) == "table" and table.concat(value, ", ") or value
 	end
 
@@ -171,7 +174,11 @@ function M.handle()
 	if not row then
 		return unavailable(tostring(err))
 	end
-	local status, response_headers, response_body = tonumber(row[1]), row[2], row[3]
+	local status, response_headers, response_body, key_id = tonumber(row[1]), row[2], row[3], row[4]
+	-- the access log's key= (nginx.conf.in): the key the catalog authenticated, else "-"
+	if type(key_id) == "string" and key_id ~= "" then
+		ngx.var.lance_key_id = key_id
+	end
 	return reply(status, cjson.decode(response_headers) or {}, response_body)
 end
 

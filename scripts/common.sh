@@ -171,9 +171,47 @@ find_free_port() {
 	die "no free TCP port in $1..$((port - 1))"
 }
 
+# The client authentication of the cluster scripts/run.sh makes: every
+# connection authenticates.  Over the socket, peer: the OS user postgres (the
+# server's, and the gateway's nginx, which runs as it) as database roles
+# postgres and lance_gateway, and root (which can become postgres anyway) as
+# postgres; any other OS user is refused.  Over TCP (127.0.0.1 only), SCRAM:
+# a role with a password (none of the two above has one).
+LN_RUN_HBA='# Written by lance_namespace scripts/common.sh: every connection authenticates.
+# Socket: peer, mapped by pg_ident.conf (map lance_namespace).  TCP: SCRAM
+# passwords, from this machine only.
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+local   all       all                 peer map=lance_namespace
+host    all       all   127.0.0.1/32  scram-sha-256'
+LN_RUN_IDENT='# Written by lance_namespace scripts/common.sh: which OS user may connect over
+# the socket as which database role.  postgres runs the server and the
+# gateway (nginx); root can become postgres anyway.
+# MAPNAME         SYSTEM-USERNAME  PG-USERNAME
+lance_namespace   postgres         postgres
+lance_namespace   postgres         lance_gateway
+lance_namespace   root             postgres'
+# What run.sh wrote before 0.6.0: it trusted every local connection.
+# shellcheck disable=SC2034 # run.sh's, which sources this file
+LN_RUN_HBA_TRUST='# Written by lance_namespace scripts/common.sh: local use only.
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+local   all       all                 trust
+host    all       all   127.0.0.1/32  trust'
+# The run cluster's socket folder: the postgres user's alone (root passes).
+# shellcheck disable=SC2034 # run.sh's, which sources this file
+LN_RUN_SOCKET_MODE=700
+
+# write_run_auth <datadir>: write LN_RUN_HBA and LN_RUN_IDENT into the
+# cluster (a running server reads them at its next reload).
+write_run_auth() {
+	local pgdata="$1"
+	printf '%s\n' "$LN_RUN_IDENT" | as_postgres tee "$pgdata/pg_ident.conf" >/dev/null
+	printf '%s\n' "$LN_RUN_HBA" | as_postgres tee "$pgdata/pg_hba.conf" >/dev/null
+}
+
 # init_cluster <datadir> [test|run]
-#   test: fast and disposable (--no-sync, fsync off), default initdb pg_hba.
-#   run:  durable; pg_hba trusts only the local socket and 127.0.0.1.
+#   test: fast and disposable (--no-sync, fsync off), default initdb pg_hba
+#         (trust: its clients are the tests, as root and postgres).
+#   run:  durable; every connection authenticates (LN_RUN_HBA).
 # C.UTF-8 always exists on Debian, so initdb never trips over an ungenerated
 # $LANG, and sorting/messages are identical on every machine.
 init_cluster() {
@@ -194,14 +232,9 @@ init_cluster() {
 		printf '\nfsync = off\nfull_page_writes = off\nsynchronous_commit = off\n' |
 			as_postgres tee -a "$pgdata/postgresql.conf" >/dev/null
 	else
-		# Replace initdb's pg_hba.conf (which also trusts ::1 and
-		# replication) with exactly what we promise: socket + 127.0.0.1.
-		printf '%s\n' \
-			'# Written by lance_namespace scripts/common.sh: local use only.' \
-			'# TYPE  DATABASE  USER  ADDRESS       METHOD' \
-			'local   all       all                 trust' \
-			'host    all       all   127.0.0.1/32  trust' |
-			as_postgres tee "$pgdata/pg_hba.conf" >/dev/null
+		# Replace initdb's pg_hba.conf (which trusts every local
+		# connection, ::1 and replication) with exactly what we promise.
+		write_run_auth "$pgdata"
 	fi
 }
 
@@ -218,17 +251,18 @@ postmaster_field() {
 	sed -n "${n}p" "$pgdata/postmaster.pid" 2>/dev/null
 }
 
-# start_cluster <datadir> <port> <socketdir>
+# start_cluster <datadir> <port> <socketdir> [<socketdir mode>]
 # Settings go on the command line, not in postgresql.conf, so the same data
 # directory can be started on another port later; pg_ctl records them in
-# postmaster.opts for restarts.  The log lives in the data dir.
+# postmaster.opts for restarts.  The log lives in the data dir.  The socket
+# folder is postgres's, mode 755 unless given.
 start_cluster() {
-	local pgdata="$1" port="$2" sockdir="$3"
+	local pgdata="$1" port="$2" sockdir="$3" sockmode="${4:-755}"
 	local log="$pgdata/server.log"
 	[[ "$sockdir" != *[[:space:]\'\"\\,]* ]] ||
 		die "socket directory must not contain spaces, quotes, backslashes or commas: $sockdir"
 	check_socket_dir "$sockdir"
-	make_postgres_dir "$sockdir" 755
+	make_postgres_dir "$sockdir" "$sockmode"
 	if port_in_use "$port"; then
 		die "port $port on 127.0.0.1 is already in use; choose another"
 	fi
@@ -270,8 +304,10 @@ stop_cluster() {
 # ---------------------------------------------------------------------------
 # Gateway: nginx with its Lua module, run as the postgres OS user (it listens
 # on an unprivileged port and reaches the server over its socket, as database
-# role lance_gateway).  Its configuration is gateway/nginx.conf.in with the
-# @...@ values filled in.
+# role lance_gateway).  nginx started by a user other than root runs its
+# workers as that user, so the workers, which connect, are postgres: the run
+# cluster authenticates them by peer (LN_RUN_IDENT), and no password is kept.
+# Its configuration is gateway/nginx.conf.in with the @...@ values filled in.
 # ---------------------------------------------------------------------------
 
 gateway_running() {

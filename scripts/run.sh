@@ -20,7 +20,7 @@
 #            "Tables on S3")
 #
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
-# socket), tables/ (lance_namespace.root and local_roots: where table data
+# socket, mode 700: the postgres user's), tables/ (lance_namespace.root and local_roots: where table data
 # and manifests go), gateway/ (nginx configuration, pid and logs), api_key
 # (an administrator's API key for the gateway, mode 0600), library.sha256
 # (the build of the library the running server started with).
@@ -74,6 +74,27 @@ ensure_cluster() {
 	fi
 }
 
+# Every connection authenticates (LN_RUN_HBA in common.sh): peer over the
+# socket for postgres (and root, as postgres) and the gateway, SCRAM over
+# TCP.  A cluster an older run.sh made trusts every local connection: its
+# pg_hba.conf, if it is still exactly what that run.sh wrote, is replaced
+# (one the operator changed is left alone).  The socket folder is postgres's
+# alone.  A running server rereads its configuration at once.
+ensure_auth() {
+	local hba="$PGDATA_DIR/pg_hba.conf"
+	if [[ "$(cat "$hba")" == "$LN_RUN_HBA_TRUST" ]]; then
+		say "replacing pg_hba.conf, which trusts every local connection: peer over the socket, SCRAM over TCP"
+		write_run_auth "$PGDATA_DIR"
+		if cluster_running "$PGDATA_DIR"; then
+			as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+		fi
+	fi
+	if [[ -d "$SOCKET_DIR" ]]; then
+		chown postgres:postgres "$SOCKET_DIR"
+		chmod "$LN_RUN_SOCKET_MODE" "$SOCKET_DIR"
+	fi
+}
+
 # The background worker (removing dropped tables' data, sweeping crash
 # leftovers) runs only with the library preloaded.  A server that runs
 # without it is restarted once to take it.
@@ -112,7 +133,7 @@ ensure_running() {
 		fi
 		wait_ready "$SOCKET_DIR" "$LN_PORT" || die "server runs but does not accept connections; see $PGDATA_DIR/server.log"
 	else
-		start_cluster "$PGDATA_DIR" "$LN_PORT" "$SOCKET_DIR"
+		start_cluster "$PGDATA_DIR" "$LN_PORT" "$SOCKET_DIR" "$LN_RUN_SOCKET_MODE"
 	fi
 	library_sum >"$LIBRARY_STAMP"
 }
@@ -188,8 +209,10 @@ lance_namespace: catalog is running.
                        more keys: SELECT lance_create_api_key('<role>') (see README, "Security")
   database:  $LN_DB    (lance_namespace.root = $LN_ROOT, local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
-  connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U postgres $LN_DB
-  connection URI:      postgresql://postgres@127.0.0.1:$LN_PORT/$LN_DB
+                       (as root or postgres: no other OS user reaches the socket)
+  connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U <role> $LN_DB
+                       (a login role with a password, SCRAM: ALTER ROLE <role> PASSWORD ...)
+  connection URI:      postgresql://<role>@127.0.0.1:$LN_PORT/$LN_DB
   server log:          $PGDATA_DIR/server.log
   gateway logs:        $LN_DATA/gateway/access.log, $LN_DATA/gateway/error.log
   stop:                $ROOT/scripts/stop.sh$([[ "$LN_DATA" != "$ROOT/.data" ]] && printf '   (with LN_DATA=%s)' "$LN_DATA")
@@ -200,6 +223,7 @@ main() {
 	install_deps
 	build_and_install
 	ensure_cluster
+	ensure_auth
 	ensure_preload
 	ensure_running
 	ensure_database

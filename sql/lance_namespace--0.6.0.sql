@@ -366,10 +366,13 @@ RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
 
 -- The REST binding: one HTTP request in, its status, headers and body out,
--- so that a gateway in front needs no knowledge of Lance.
+-- so that a gateway in front needs no knowledge of Lance; and the id of the
+-- API key the catalog authenticated the request with (NULL: none), for the
+-- gateway's log.
 CREATE FUNCTION lance_rest(method text, path text, query text DEFAULT NULL, body text DEFAULT NULL,
                            headers jsonb DEFAULT NULL,
-                           OUT status integer, OUT response_headers jsonb, OUT response_body text)
+                           OUT status integer, OUT response_headers jsonb, OUT response_body text,
+                           OUT key_id text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 
 -- Remove the data of dropped tables under lance_namespace.local_roots (their

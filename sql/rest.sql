@@ -60,6 +60,22 @@ SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h3/create', NULL, NULL
     format('{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Authorization": "Bearer %s"}', :'key', :'key')::jsonb);
 SELECT context FROM lance_catalog.change WHERE objects = '{rs$h3}';
 RESET lance_namespace.logged_headers;
+-- key_id: the id of the key the catalog authenticated the request with, what
+-- the gateway logs.  A request refused after that (409 here) still has it.
+SELECT status, key_id = left(:'key', 16) AS authenticated
+  FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL, format('{"x-api-key": "%s"}', :'key')::jsonb);
+SELECT status, key_id = left(:'key', 16) AS authenticated
+  FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, format('{"Authorization": "Bearer %s"}', :'key')::jsonb);
+-- NULL without a key (the anonymous role), with a key the catalog does not
+-- know, however much of a real one it copies (its id: "lnk_<id>_junk", or
+-- a key of the right form), and where no route was found, before any key
+-- was checked.
+SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL, NULL);
+SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL,
+    format('{"x-api-key": "%s_junk"}', left(:'key', 16))::jsonb);
+SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL,
+    format('{"authorization": "Bearer %s_%s"}', left(:'key', 16), repeat('0', 64))::jsonb);
+SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('POST', '/v1/nothing/here', NULL, NULL, format('{"x-api-key": "%s"}', :'key')::jsonb);
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
 RESET lance_namespace.local_roots;
 

@@ -6,7 +6,11 @@
  *		headers and body it gets.
  *
  *		lance_rest(method, path, query, body, headers)
- *			-> (status, response_headers, response_body)
+ *			-> (status, response_headers, response_body, key_id)
+ *
+ * key_id is the id of the API key the catalog authenticated the request
+ * with, NULL when none did: what the gateway logs, so that its log never
+ * names a key that was only sent (a forged "lnk_<someone's id>_...").
  *
  * Each request runs in a subtransaction: a failed request is rolled back
  * and answered with its error, so that it changes nothing even when the
@@ -122,7 +126,8 @@ kept_headers(const LnMap *headers)
 typedef struct RestAnswer
 {
 	int status;
-	char *body; /* NULL: no body */
+	char *body;	  /* NULL: no body */
+	char *key_id; /* the id of the API key the request authenticated with; NULL: none */
 } RestAnswer;
 
 /* The HTTP status of each Lance error code (spec's error table; 22, 23 from the reference adapter).
@@ -171,7 +176,7 @@ status_of_code(int code)
 static RestAnswer
 error_answer(int code, const char *message)
 {
-	RestAnswer answer = {status_of_code(code), ln_error_body(code, message, NULL)};
+	RestAnswer answer = {status_of_code(code), ln_error_body(code, message, NULL), NULL};
 
 	return answer;
 }
@@ -289,10 +294,12 @@ match_route(const char *pattern, const char *path, char **id_segment)
  * authority: only administrators make keys, and only a superuser one for a
  * superuser role, so the role calling lance_rest() (the gateway's) needs
  * nothing but EXECUTE, and no membership in the roles it serves, which
- * would let it act as them outside the catalog too.
+ * would let it act as them outside the catalog too.  *key_id becomes the
+ * id of the key the catalog authenticated, for the gateway's log; it stays
+ * NULL for a request without a key or with one the catalog does not know.
  */
 static Oid
-request_role(const LnMap *headers)
+request_role(const LnMap *headers, char **key_id)
 {
 	const char *key = ln_map_get(headers, "x-api-key");
 	const char *authorization = ln_map_get(headers, "authorization");
@@ -302,7 +309,7 @@ request_role(const LnMap *headers)
 		key = authorization + 7 + strspn(authorization + 7, " ");
 	if (key != NULL)
 	{
-		role = api_key_role(key);
+		role = api_key_role(key, key_id);
 		if (!OidIsValid(role))
 			ln_error_detail(LN_UNAUTHENTICATED,
 							"Ask an administrator for a key (lance_create_api_key).",
@@ -332,7 +339,9 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	RestAnswer answer = {200, NULL};
+	RestAnswer answer = {200, NULL, NULL};
+	/* set inside PG_TRY, read after an error: a request refused after its key authenticated */
+	char *volatile key_id = NULL;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -352,7 +361,13 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		 * The request runs as the role it authenticates as, until the
 		 * subtransaction ends (its rollback puts the gateway's role back).
 		 */
-		role = request_role(headers);
+		{
+			char *authenticated = NULL;
+
+			/* in cxt, which outlives the subtransaction */
+			role = request_role(headers, &authenticated);
+			key_id = authenticated;
+		}
 		GetUserIdAndSecContext(&gateway_user, &gateway_security);
 		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
 		frame_check_served(op);
@@ -394,7 +409,7 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 			ReThrowError(edata);
 		if (ln_is_lance_error(edata->sqlerrcode) && edata->detail != NULL)
 			answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
-								  pstrdup(edata->detail)};
+								  pstrdup(edata->detail), NULL};
 		else
 		{
 			char *message;
@@ -402,13 +417,14 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 
 			ln_translate_error(edata, &code, &message, &detail);
 			/* only an internal error's detail is kept, for the server log */
-			answer =
-				(RestAnswer){status_of_code(code),
-							 ln_error_body(code, message, code == LN_INTERNAL ? detail : NULL)};
+			answer = (RestAnswer){status_of_code(code),
+								  ln_error_body(code, message, code == LN_INTERNAL ? detail : NULL),
+								  NULL};
 		}
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	answer.key_id = key_id;
 	return answer;
 }
 
@@ -502,8 +518,8 @@ lance_rest(PG_FUNCTION_ARGS)
 	LnMap response_headers = {0, NULL, NULL};
 	RestAnswer answer;
 	TupleDesc tupdesc;
-	Datum values[3];
-	bool nulls[3] = {false, false, false};
+	Datum values[4];
+	bool nulls[4] = {false, false, false, false};
 	char *content_type_key = "content-type";
 	char *content_type = "application/json";
 	MemoryContext call_cxt = CurrentMemoryContext;
@@ -541,7 +557,7 @@ lance_rest(PG_FUNCTION_ARGS)
 			ln_error_detail(code, detail, "%s", message);
 		}
 		answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
-							  edata->detail};
+							  edata->detail, NULL};
 	}
 	PG_END_TRY();
 
@@ -556,5 +572,10 @@ lance_rest(PG_FUNCTION_ARGS)
 	else
 		nulls[2] = true;
 	values[1] = JsonbPGetDatum(json_encode_map(&response_headers));
+	/* a catalog not yet updated to 0.6.0 declares three columns: heap_form_tuple reads those */
+	if (answer.key_id != NULL)
+		values[3] = CStringGetTextDatum(answer.key_id);
+	else
+		nulls[3] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

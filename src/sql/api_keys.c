@@ -53,10 +53,12 @@ is_lower_hex(const char *s, int len)
 
 /*
  * The role API key `key` acts as, or InvalidOid if it is not a key this
- * catalog made (or it was revoked).
+ * catalog made (or it was revoked).  With a role, *key_id (when not NULL)
+ * is the key's id ("lnk_" and 12 hexadecimal digits), palloc'd: the id of
+ * a key the catalog authenticated, never one merely sent.
  */
 Oid
-api_key_role(const char *key)
+api_key_role(const char *key, char **key_id)
 {
 	char id[KEY_ID_LENGTH + 1];
 	Oid role;
@@ -71,6 +73,8 @@ api_key_role(const char *key)
 	catalog_begin();
 	role = catalog_authenticate(id, key);
 	catalog_end();
+	if (key_id != NULL && OidIsValid(role))
+		*key_id = pstrdup(id);
 	return role;
 }
 

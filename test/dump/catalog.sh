@@ -114,6 +114,9 @@ seed_privileges() {
 GRANT EXECUTE ON FUNCTION lance_describe_table(jsonb), lance_list_namespaces(jsonb) TO $ROLE;
 REVOKE EXECUTE ON FUNCTION lance_drop_table(jsonb), lance_drop_namespace(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_drop_table(jsonb) TO $ROLE;
+-- lance_rest for the gateway's role alone: the update to 0.6.0 makes it anew
+REVOKE EXECUTE ON FUNCTION lance_rest(text, text, text, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_rest(text, text, text, text, jsonb) TO $ROLE;
 GRANT USAGE ON SCHEMA lance_catalog TO $ROLE;
 GRANT SELECT ON lance_catalog.object, lance_catalog.version TO $ROLE;
 GRANT SELECT, INSERT ON lance_catalog.change TO $ROLE;
@@ -184,7 +187,8 @@ SELECT 'relation ' || c.oid::regclass::text || ' ' || coalesce(c.relacl::text, '
   FROM pg_class c WHERE c.relnamespace = 'lance_catalog'::regnamespace AND c.relkind IN ('r', 'S') ORDER BY 1;
 SELECT 'has_function_privilege ' || f || ' ' || has_function_privilege('$ROLE', f, 'EXECUTE')
   FROM unnest(ARRAY['lance_describe_table(jsonb)', 'lance_list_namespaces(jsonb)', 'lance_drop_table(jsonb)',
-                    'lance_drop_namespace(jsonb)', 'lance_create_namespace(jsonb)']) f;
+                    'lance_drop_namespace(jsonb)', 'lance_create_namespace(jsonb)',
+                    'lance_rest(text, text, text, text, jsonb)']) f;
 SELECT 'has_table_privilege ' || t || ' ' || p || ' ' || has_table_privilege('$ROLE', t, p)
   FROM unnest(ARRAY['lance_catalog.object', 'lance_catalog.version', 'lance_catalog.change']) t,
        unnest(ARRAY['SELECT', 'INSERT', 'DELETE']) p ORDER BY 1;

@@ -354,6 +354,15 @@ kept="$(comm -12 <(sort <<<"$UPG_FPRIV" | cut -d' ' -f2) <(sort <<<"$after_fpriv
 same "function ACLs after the update ($(grep -c . <<<"$kept") functions kept)" \
 	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$UPG_FPRIV" | sort)" \
 	"$(grep -F -f <(sed 's/^/function /; s/$/ /' <<<"$kept") <<<"$after_fpriv" | sort)"
+# the update makes lance_rest anew: the grants on it stay the
+# administrator's (seed_privileges', and DEFAULTS_ROLE's from the default
+# privileges in force when 0.1.0 made it), which a dump of the updated
+# database carries
+same "a dump of the updated database keeps the grants on lance_rest" \
+	"$(printf '%s\n' "GRANT ALL ON FUNCTION public.lance_rest TO $DEFAULTS_ROLE;" "GRANT ALL ON FUNCTION public.lance_rest TO $ROLE;" \
+		"REVOKE ALL ON FUNCTION public.lance_rest FROM PUBLIC;" | sort)" \
+	"$("$PG_BIN/pg_dump" -s -U postgres -h "$SOCK" -p "$PORT" upg 2>/dev/null |
+		sed -n 's/^\(REVOKE\|GRANT\) \(.*\) ON FUNCTION public\.lance_rest(.*) \(FROM\|TO\) \(.*\)$/\1 \2 ON FUNCTION public.lance_rest \3 \4/p' | sort)"
 same "lance_process_drops() is for administrators after the update" "f t" \
 	"$(D upg -c "SELECT has_function_privilege('$ROLE', 'lance_process_drops()', 'EXECUTE'), has_function_privilege('lance_admin', 'lance_process_drops()', 'EXECUTE')" | tr '|' ' ')"
 D postgres -c 'CREATE DATABASE fresh'

@@ -7,7 +7,9 @@
 #          again changes nothing; without a key it can do nothing itself.
 #   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
 #          an unknown or revoked one 401 with code 16; the access log has one
-#          line per request with the key's id and never the key.
+#          line per request with the id of the key the database authenticated
+#          and never the key: key=- for a forged lnk_<victim id>_junk; a key
+#          after 100 other headers is refused (431, code 13), not dropped.
 #   https  with LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (a self-signed
 #          certificate made here with openssl) the gateway serves HTTPS: 200
 #          with a key and 401 without one for a client that trusts the
@@ -166,8 +168,10 @@ if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespac
 else
 	fail "a line: time, method, path, status, duration, key=$KEY_ID" "$(head -n 3 "$LOG")"
 fi
-check "requests without a key log key=-" 2 "$(grep -c ' key=-$' "$LOG" || true)"
-check "the unknown key's id is logged as sent" 1 "$(grep -c " 401 [0-9.]* key=${KEY:0:16}$" "$LOG" || true)"
+# key= is the key the database authenticated: none for no key (2), an
+# unknown key and a revoked one
+check "requests the database authenticated no key for log key=-" 4 "$(grep -c ' key=-$' "$LOG" || true)"
+check "no 401 line names a key" 0 "$(grep -c " 401 [0-9.]* key=lnk_" "$LOG" || true)"
 if ! grep -rqF -e "${KEY:17}" -e "${OTHER:17}" "$HTTP_PREFIX"/*.log; then
 	pass "no key's secret part in the gateway's logs"
 else
@@ -178,6 +182,37 @@ if ! grep -qF -e "${KEY:17}" -e "${OTHER:17}" "$PGDATA_DIR/server.log"; then
 else
 	fail "no key's secret part in the server log"
 fi
+
+# A key of the form lnk_<victim's id>_<junk> is no key of the victim's: the
+# log names no key for it, whatever the answer (401, or 404 for a path with
+# no route, where no key is checked at all).  Each request is told apart by
+# its path.
+expect "HTTP, a forged key lnk_<victim id>_junk" 401 16 -H "x-api-key: ${KEY_ID}_junk" "$URL/namespace/gw%24forged1/list"
+expect "HTTP, a forged key of a key's form" 401 16 -H "Authorization: Bearer ${KEY_ID}_$(printf '0%.0s' {1..64})" \
+	"$URL/namespace/gw%24forged2/list"
+expect "HTTP, a forged key on a path without a route" 404 - -H "x-api-key: ${KEY_ID}_junk" "$URL/forged3"
+# A request with more headers than the gateway reads (100) is refused, so a
+# key after 100 other headers is never dropped unread; with 100 it is read.
+# curl sends Host, User-Agent and Accept of its own.
+many_headers() { local i; for ((i = 1; i <= $1; i++)); do printf -- '-H\nx-filler-%d: %d\n' "$i" "$i"; done; }
+mapfile -t FILL96 < <(many_headers 96)
+mapfile -t FILL97 < <(many_headers 97)
+expect "HTTP, the key as the 100th header" 200 - "${FILL96[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw/list/"
+expect "HTTP, the key after 100 other headers" 431 13 "${FILL97[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw%24header101/list"
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= 13)) && break; sleep 0.1; done
+# logged <path>...: "<path> <status> key=<id>" of the log's line for each path
+logged() {
+	local path
+	for path in "$@"; do awk -v p="$path" '$3 == p { print $3, $4, $6 }' "$LOG"; done | tr '\n' ' ' | sed 's/ $//'
+}
+# shellcheck disable=SC2016 # the paths hold a literal $
+check "the forged keys' requests log key=-" \
+	"/v1/namespace/gw\$forged1/list 401 key=- /v1/namespace/gw\$forged2/list 401 key=- /v1/forged3 404 key=-" \
+	"$(logged '/v1/namespace/gw$forged1/list' '/v1/namespace/gw$forged2/list' /v1/forged3)"
+# shellcheck disable=SC2016 # the paths hold a literal $
+check "the key as the 100th header is logged; after 100 others, key=-" \
+	"/v1/namespace/gw/list/ 200 key=$KEY_ID /v1/namespace/gw\$header101/list 431 key=-" \
+	"$(logged /v1/namespace/gw/list/ '/v1/namespace/gw$header101/list')"
 
 # ---------------------------------------------------------------------------
 # https

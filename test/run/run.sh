@@ -2,7 +2,11 @@
 # The front door: scripts/run.sh sets up and runs a catalog with its gateway
 # in a fresh LN_DATA, keeps an administrator's key in LN_DATA/api_key (mode
 # 0600) that the gateway takes, keeps that key on a rerun, replaces it once
-# revoked, and scripts/stop.sh stops it all.
+# revoked, and scripts/stop.sh stops it all.  Its cluster authenticates
+# every connection: another OS user (nobody) reaches it neither over the
+# socket nor over TCP without a password, while root connects as the README
+# says, the gateway by peer, and a role with a password over TCP (SCRAM); a
+# cluster an older run.sh made to trust every local connection is fixed.
 #
 # Runs as root.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
 # exits 0 only when every check passed.
@@ -57,6 +61,38 @@ check "the gateway connects as lance_gateway" "lance_gateway" \
 	"$("$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 		-c "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name <> 'psql' AND usename = 'lance_gateway'")"
 
+# Who reaches the cluster.  psql -w never asks for a password.
+as_nobody() { (cd / && runuser -u nobody -- "$@"); }
+# refused <check> <psql args...>: the connection fails, as OS user nobody
+refused() {
+	local what="$1" out
+	shift
+	if out="$(as_nobody "$PG_BIN/psql" -X -w -At -p "$PORT" -d lance "$@" -c 'SELECT current_user' 2>&1)"; then
+		fail "$what" "connected: $out"
+	else
+		pass "$what"
+	fi
+}
+check_auth() {
+	local when="$1"
+	refused "OS user nobody cannot connect as postgres over TCP ($when)" -h 127.0.0.1 -U postgres
+	refused "OS user nobody cannot connect as lance_gateway over TCP ($when)" -h 127.0.0.1 -U lance_gateway
+	refused "OS user nobody cannot connect over the socket ($when)" -h "$DATA/run" -U postgres
+	check "the socket folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/run")"
+	check "no rule of pg_hba.conf trusts ($when)" "0 0" \
+		"$("$PG_BIN/psql" -X -At -F ' ' -h "$DATA/run" -p "$PORT" -U postgres -d lance \
+			-c "SELECT count(*) FILTER (WHERE auth_method = 'trust'), count(*) FILTER (WHERE error IS NOT NULL) FROM pg_hba_file_rules")"
+}
+check "root connects over the socket as the README says" postgres \
+	"$("$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres lance -c 'SELECT current_user')"
+check_auth "a fresh cluster"
+# TCP takes a role's SCRAM password, from any OS user
+"$PG_BIN/psql" -X -q -h "$DATA/run" -p "$PORT" -U postgres -d lance \
+	-c "SET password_encryption = 'scram-sha-256'" -c "CREATE ROLE run_tcp LOGIN PASSWORD 'run-tcp-secret'"
+check "a role with a password connects over TCP, as any OS user" run_tcp \
+	"$(PGPASSWORD=run-tcp-secret as_nobody "$PG_BIN/psql" -X -w -At -h 127.0.0.1 -p "$PORT" -U run_tcp -d lance -c 'SELECT current_user' 2>&1)"
+PGPASSWORD=wrong refused "a wrong password is refused" -h 127.0.0.1 -U run_tcp
+
 started_at() { "$PG_BIN/psql" -X -At -h "$DATA/run" -p "$PORT" -U postgres -d lance -c "SELECT pg_postmaster_start_time()"; }
 STARTED="$(started_at)"
 if run_catalog >"$WORK/run2.log" 2>&1; then pass "scripts/run.sh again"; else fail "scripts/run.sh again" "$(tail -n 20 "$WORK/run2.log")"; fi
@@ -68,6 +104,14 @@ check "a rerun of the same build keeps the server running" "$STARTED" "$(started
 # build until it restarts: run.sh restarts it (the stamp stands for the build
 # the server started with).
 echo "an older build" >"$DATA/library.sha256"
+# and the cluster an older run.sh made: it trusted every local connection,
+# and anyone could reach the socket
+printf '%s\n' '# Written by lance_namespace scripts/common.sh: local use only.' \
+	'# TYPE  DATABASE  USER  ADDRESS       METHOD' \
+	'local   all       all                 trust' \
+	'host    all       all   127.0.0.1/32  trust' >"$DATA/pgdata/pg_hba.conf"
+chmod 755 "$DATA/run"
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$DATA/pgdata" reload >/dev/null
 if run_catalog >"$WORK/run2b.log" 2>&1; then pass "scripts/run.sh after a new build"; else fail "scripts/run.sh after a new build" "$(tail -n 20 "$WORK/run2b.log")"; fi
 grep -q "restarting the server: it runs an older build of the library" "$WORK/run2b.log" &&
 	pass "run.sh says it restarts the server for the new build" ||
@@ -75,6 +119,10 @@ grep -q "restarting the server: it runs an older build of the library" "$WORK/ru
 if [[ "$(started_at)" != "$STARTED" ]]; then pass "the server was restarted"; else fail "the server was restarted"; fi
 check "the stamp names the installed build" "$(sha256sum "$("$PG_CONFIG" --pkglibdir)/lance_namespace.so" | cut -d' ' -f1)" "$(cat "$DATA/library.sha256")"
 check "the key works through the gateway after the restart" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+grep -q "replacing pg_hba.conf, which trusts every local connection" "$WORK/run2b.log" &&
+	pass "run.sh says it replaces the old pg_hba.conf that trusts" ||
+	fail "run.sh says it replaces the old pg_hba.conf that trusts" "$(tail -n 20 "$WORK/run2b.log")"
+check_auth "a cluster an older run.sh made"
 
 "$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 	-c "SELECT lance_revoke_api_key('${KEY:0:16}')" >/dev/null
