@@ -107,6 +107,7 @@ CREATE TABLE lance_catalog.change (
     namespaces     text[] NOT NULL,
     role           name NOT NULL DEFAULT current_user,
     made_at        timestamptz NOT NULL DEFAULT now(),
+    -- what the caller sent as the request's context (see headers)
     context        jsonb NOT NULL DEFAULT '{}',
     -- Queued, Running, Succeeded, Failed or Canceled (checked by the API)
     status         text NOT NULL DEFAULT 'Succeeded',
@@ -126,7 +127,12 @@ CREATE TABLE lance_catalog.change (
     -- (0.5.0) A Failed DropTable that the drop processor failed, which
     -- lance_retry_drops() may queue again; false for one its maker set
     -- Failed with AlterTransaction (a stop), which it leaves alone.
-    drop_failed    boolean NOT NULL DEFAULT false
+    drop_failed    boolean NOT NULL DEFAULT false,
+    -- (0.6.0) The request headers lance_rest() was handed that
+    -- lance_namespace.logged_headers names, by lower-case name: apart from
+    -- context, so that a caller cannot pass its own entries off as them.
+    -- Before 0.6.0 both were in context (the headers as "header.<name>").
+    headers        jsonb NOT NULL DEFAULT '{}'
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;

@@ -246,7 +246,7 @@ namespace_ids(int64 **ids)
  * its transaction id (NULL if it changed nothing).
  */
 char *
-changes_record(const char *operation, const LnMap *context)
+changes_record(const char *operation, const LnMap *context, const LnMap *headers)
 {
 	LOCKTAG gate;
 	char **namespaces;
@@ -268,9 +268,9 @@ changes_record(const char *operation, const LnMap *context)
 
 		transaction_id = catalog_insert_change(
 			operation, change.nobjects, change.objects, change.versions, change.has_version,
-			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, change.status,
-			&change.properties, change.drop_location, access_caller(), access_caller_name(),
-			&number);
+			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, headers,
+			change.status, &change.properties, change.drop_location, access_caller(),
+			access_caller_name(), &number);
 		if (MyProc->lxid != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */

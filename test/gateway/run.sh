@@ -8,6 +8,11 @@
 #   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
 #          an unknown or revoked one 401 with code 16; the access log has one
 #          line per request with the key's id and never the key.
+#   context the commit log keeps the request headers the gateway passed on
+#          (x-request-id) as the entry's headers, and the body's context
+#          apart, as the caller's: a forged header.x-request-id in the body
+#          is no header, and header.authorization is dropped; a 7 MB context
+#          is 400 with code 13, and no change.
 #   https  with LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (a self-signed
 #          certificate made here with openssl) the gateway serves HTTPS: 200
 #          with a key and 401 without one for a client that trusts the
@@ -178,6 +183,29 @@ if ! grep -qF -e "${KEY:17}" -e "${OTHER:17}" "$PGDATA_DIR/server.log"; then
 else
 	fail "no key's secret part in the server log"
 fi
+
+# ---------------------------------------------------------------------------
+# context
+# ---------------------------------------------------------------------------
+say "what the commit log keeps of a request's headers and context"
+expect "HTTP, a change whose body claims headers" 200 - -X POST -H "x-api-key: $KEY" -H 'x-request-id: real-1' \
+	-H 'content-type: application/json' \
+	-d '{"context": {"header.x-request-id": "forged", "header.authorization": "Bearer abc", "job": "nightly"}}' \
+	"$URL/namespace/gw%24ctx/create"
+check "the entry's headers are those the request carried" '{"x-request-id": "real-1"}' \
+	"$(sql -U postgres -d "$DB" -c "SELECT headers FROM lance_catalog.change WHERE objects = '{gw\$ctx}'")"
+check "the body's context stays apart, without its credential" \
+	'{"job": "nightly", "header.x-request-id": "forged"}' \
+	"$(sql -U postgres -d "$DB" -c "SELECT context FROM lance_catalog.change WHERE objects = '{gw\$ctx}'")"
+{
+	printf '{"context": {"big": "'
+	head -c $((7 * 1024 * 1024)) /dev/zero | tr '\0' x
+	printf '"}}'
+} >"$WORK/big_context.json"
+expect "HTTP, a change with a 7 MB context" 400 13 -X POST -H "x-api-key: $KEY" \
+	-H 'content-type: application/json' --data-binary "@$WORK/big_context.json" "$URL/namespace/gw%24big/create"
+check "and no entry" 0 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM lance_catalog.change WHERE objects = '{gw\$big}'")"
 
 # ---------------------------------------------------------------------------
 # https
