@@ -12,10 +12,12 @@
  * stops there if it is held (lance_changes() in the install script).  The
  * window between taking a number and locking it is closed by a gate: writers
  * hold it shared across that window, and a reader takes it exclusively
- * before it looks at the entry locks.
+ * before it looks at the entry locks.  The lock goes with the savepoint
+ * that took it if that rolls back: the transaction then has no entry left.
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -50,8 +52,14 @@ typedef struct ChangeState
 
 static ChangeState change;
 
-/* The local transaction whose first entry is locked already. */
+/*
+ * The local transaction whose first entry is locked already, the entry's
+ * number, and the subtransaction that holds the lock's fate: the one that
+ * took it, or the one it has been handed to by its children's commits.
+ */
 static LocalTransactionId locked_lxid = InvalidLocalTransactionId;
+static int64 locked_number;
+static SubTransactionId locked_subxact = InvalidSubTransactionId;
 
 /* lance_namespace.notify: announce each committed change. */
 static bool notify_changes = true;
@@ -155,6 +163,33 @@ set_lock_tag(LOCKTAG *tag, uint16 lock_class, int64 number)
 						 lock_class);
 }
 
+/*
+ * The entry's lock goes with the subtransaction that took it when that one
+ * aborts: its entry, the transaction's first, is gone, and so is every
+ * later one (all made inside it).  The next entry takes a lock again.
+ * Kept, the lock would hold the feed back with no entry behind it.
+ */
+static void
+release_entry_lock_on_subabort(SubXactEvent event, SubTransactionId subxact,
+							   SubTransactionId parent, void *arg pg_attribute_unused())
+{
+	if (locked_lxid != MyProc->lxid || subxact != locked_subxact)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		locked_subxact = parent;
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		ResourceOwner owner = CurrentResourceOwner;
+		LOCKTAG entry;
+
+		set_lock_tag(&entry, CHANGE_ENTRY_LOCK, locked_number);
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		LockRelease(&entry, ExclusiveLock, false);
+		CurrentResourceOwner = owner;
+		locked_lxid = InvalidLocalTransactionId;
+	}
+}
+
 /* Add `ns` to the list unless it is there already. */
 static void
 add_namespace(char ***namespaces, int *n, char *ns)
@@ -248,6 +283,7 @@ namespace_ids(int64 **ids)
 char *
 changes_record(const char *operation, const LnMap *context, const LnMap *headers)
 {
+	static bool callback_registered = false;
 	LOCKTAG gate;
 	char **namespaces;
 	int nnamespaces;
@@ -257,6 +293,11 @@ changes_record(const char *operation, const LnMap *context, const LnMap *headers
 
 	if (change.nobjects == 0)
 		return NULL;
+	if (!callback_registered)
+	{
+		RegisterSubXactCallback(release_entry_lock_on_subabort, NULL);
+		callback_registered = true;
+	}
 	nnamespaces = touched_namespaces(&namespaces);
 	nns_ids = namespace_ids(&ns_ids);
 
@@ -282,6 +323,8 @@ changes_record(const char *operation, const LnMap *context, const LnMap *headers
 			(void)LockAcquire(&entry, ExclusiveLock, false, false);
 			CurrentResourceOwner = owner;
 			locked_lxid = MyProc->lxid;
+			locked_number = number;
+			locked_subxact = GetCurrentSubTransactionId();
 		}
 	}
 	PG_FINALLY();
