@@ -372,7 +372,7 @@ SELECT string_agg(what, '; ') FROM (
     UNION ALL
     SELECT 'change ' || seq || ' (' || operation || ')' FROM lance_catalog.change
      WHERE NOT pg_temp.valid_utf8(array_to_string(objects, '|') || array_to_string(namespaces, '|')
-                                  || context::text || properties::text)) x;
+                                  || context::text || headers::text || properties::text)) x;
 SQL
 )"
 if [[ -z "$invalid" ]]; then
