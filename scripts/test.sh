@@ -200,6 +200,7 @@ run_group_tests() {
 	run_group linkrace bash "$ROOT/test/linkrace/run.sh"
 	run_group undorace bash "$ROOT/test/undorace/run.sh"
 	run_group locktable bash "$ROOT/test/locktable/run.sh"
+	run_group feedhold bash "$ROOT/test/feedhold/run.sh"
 	run_group undo bash "$ROOT/test/undo/run.sh"
 	run_group gateway bash "$ROOT/test/gateway/run.sh"
 	run_group run bash "$ROOT/test/run/run.sh"

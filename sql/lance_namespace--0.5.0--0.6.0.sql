@@ -46,3 +46,127 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The request headers lance_rest() records, apart from the context the
+-- caller sent (which entries made before 0.6.0 hold both in, the headers as
+-- "header.<name>": they cannot be told apart, so they stay there).
+ALTER TABLE lance_catalog.change ADD COLUMN headers jsonb NOT NULL DEFAULT '{}';
+CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
+    SELECT * FROM lance_catalog.change c
+     WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
+
+-- The log keeps no credential-like context entry (the names
+-- ln_is_credential_name() matches), nor did it mean to: take out those
+-- that entries made before 0.6.0 kept as given.
+UPDATE lance_catalog.change c
+   SET context = (SELECT COALESCE(pg_catalog.jsonb_object_agg(e.key, e.value), '{}')
+                    FROM pg_catalog.jsonb_each(c.context) e
+                   WHERE e.key OPERATOR(pg_catalog.!~*)
+                         'authoriz|cookie|credential|key|passw|secret|session|signature|token')
+ WHERE EXISTS (SELECT FROM pg_catalog.jsonb_object_keys(c.context) k
+                WHERE k OPERATOR(pg_catalog.~*)
+                      'authoriz|cookie|credential|key|passw|secret|session|signature|token');
+
+-- A reader held back is told by whom: the holder of the first entry of the
+-- gap, once that transaction began longer ago than a writer may idle.
+-- (0.6.0) The first entry numbered from lo to hi that may still commit, the
+-- process whose transaction holds it and when that transaction began; all
+-- NULL if none.  Whom lance_changes() names to a reader held back.
+CREATE FUNCTION lance_catalog.change_holder(lo bigint, hi bigint,
+                                            OUT seq bigint, OUT pid integer, OUT since timestamptz)
+    AS 'MODULE_PATHNAME', 'lance_change_holder' LANGUAGE C VOLATILE STRICT;
+
+-- The change log in commit order: the entries after `after`, at most
+-- max_entries.  Entry numbers are taken when a call runs, but transactions
+-- commit in another order, so an entry with a smaller number can become
+-- visible after one with a larger number.  The reader therefore stops at
+-- the first missing number whose transaction is still in flight: a reader
+-- that asks again for "everything after the last entry it got" never misses
+-- one.  A number whose transaction rolled back is skipped.  Each look-up
+-- needs a fresh snapshot, so this runs in READ COMMITTED.  A caller sees the
+-- entries it made and those whose objects it can all read
+-- (lance_catalog.visible_change); the others are passed over, and are no
+-- gaps; when such entries come last, a row with only seq set (the number
+-- scanned up to) ends the answer, so that the reader's "after" moves on.
+-- A reader held back at a gap by a transaction that began longer ago than
+-- lance_namespace.change_idle_timeout gets a NOTICE naming its process.
+CREATE OR REPLACE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
+RETURNS SETOF lance_catalog.change
+LANGUAGE plpgsql VOLATILE
+-- pg_catalog's operators, whatever the caller's search_path
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    entry    lance_catalog.change;
+    holder   record;
+    found_seq bigint;
+    expected bigint;
+    returned integer := 0;
+    last_returned bigint := 0;
+    -- Entries one call looks at, whoever may see them: ten per entry it may
+    -- answer, at least 100.  A reader that may see few entries would
+    -- otherwise walk the whole log in one call; at the cap the position row
+    -- ends the answer and the next call goes on from there.
+    examined bigint := 0;
+    max_examined bigint := GREATEST(10 * GREATEST(max_entries, 0)::bigint, 100);
+BEGIN
+    -- A standby cannot see the locks of the primary's writers in flight, so
+    -- it cannot tell a gap that will fill from one that will not.
+    IF pg_catalog.pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'lance_changes() cannot run on a standby: read the change feed from the primary'
+            USING ERRCODE = 'LN017',
+                  DETAIL = '{"code":17,"error":"lance_changes() cannot run on a standby: read the change feed from the primary"}';
+    END IF;
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'lance_changes() must run in a READ COMMITTED transaction'
+            USING ERRCODE = 'LN013',
+                  DETAIL = '{"code":13,"error":"lance_changes() must run in a READ COMMITTED transaction"}';
+    END IF;
+    -- nothing comes after the largest number
+    IF after >= 9223372036854775807 THEN
+        RETURN;
+    END IF;
+    -- entries are numbered from 1: an "after" below that means from the start
+    expected := GREATEST(after, 0) + 1;
+    WHILE returned < max_entries AND examined < max_examined LOOP
+        found_seq := lance_catalog.next_change(expected);
+        EXIT WHEN found_seq IS NULL;
+        IF found_seq > expected THEN
+            -- a gap: stop at it while its transaction may still commit
+            IF lance_catalog.change_in_flight(expected, found_seq - 1) THEN
+                -- held back longer than a writer may idle: say by whom, so
+                -- that the reader (or an administrator) can act on it
+                SELECT * INTO holder FROM lance_catalog.change_holder(expected, found_seq - 1);
+                IF holder.since <= pg_catalog.clock_timestamp()
+                       - pg_catalog.current_setting('lance_namespace.change_idle_timeout')::interval THEN
+                    RAISE NOTICE 'the change feed is held back at entry % by process %, whose transaction began at %',
+                                 holder.seq, holder.pid, holder.since
+                        USING DETAIL = pg_catalog.jsonb_build_object('held_back_at', holder.seq,
+                                           'pid', holder.pid, 'since', holder.since)::text,
+                              HINT = pg_catalog.format('An administrator can end it: SELECT pg_terminate_backend(%s);',
+                                                       holder.pid);
+                END IF;
+                EXIT;
+            END IF;
+            -- none is in flight; one may have committed since the look-up
+            CONTINUE WHEN lance_catalog.next_change(expected) < found_seq;
+        END IF;
+        examined := examined + 1;
+        SELECT * INTO entry FROM lance_catalog.visible_change c WHERE c.seq = found_seq;
+        IF FOUND THEN
+            RETURN NEXT entry;
+            returned := returned + 1;
+            last_returned := found_seq;
+        END IF;
+        expected := found_seq + 1;
+    END LOOP;
+    -- Entries passed over after the last one returned: a row that carries
+    -- only the number scanned up to, so that a reader who asks for
+    -- "everything after the last seq I got" moves past them.
+    IF expected - 1 > last_returned AND expected - 1 > after AND returned < max_entries THEN
+        entry := NULL;
+        entry.seq := expected - 1;
+        RETURN NEXT entry;
+    END IF;
+END
+$$;

@@ -107,6 +107,7 @@ CREATE TABLE lance_catalog.change (
     namespaces     text[] NOT NULL,
     role           name NOT NULL DEFAULT current_user,
     made_at        timestamptz NOT NULL DEFAULT now(),
+    -- what the caller sent as the request's context (see headers)
     context        jsonb NOT NULL DEFAULT '{}',
     -- Queued, Running, Succeeded, Failed or Canceled (checked by the API)
     status         text NOT NULL DEFAULT 'Succeeded',
@@ -126,7 +127,12 @@ CREATE TABLE lance_catalog.change (
     -- (0.5.0) A Failed DropTable that the drop processor failed, which
     -- lance_retry_drops() may queue again; false for one its maker set
     -- Failed with AlterTransaction (a stop), which it leaves alone.
-    drop_failed    boolean NOT NULL DEFAULT false
+    drop_failed    boolean NOT NULL DEFAULT false,
+    -- (0.6.0) The request headers lance_rest() was handed that
+    -- lance_namespace.logged_headers names, by lower-case name: apart from
+    -- context, so that a caller cannot pass its own entries off as them.
+    -- Before 0.6.0 both were in context (the headers as "header.<name>").
+    headers        jsonb NOT NULL DEFAULT '{}'
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
@@ -217,6 +223,13 @@ CREATE FUNCTION lance_alter_transaction(request jsonb) RETURNS jsonb
 CREATE FUNCTION lance_catalog.change_in_flight(lo bigint, hi bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'lance_change_in_flight' LANGUAGE C VOLATILE STRICT;
 
+-- (0.6.0) The first entry numbered from lo to hi that may still commit, the
+-- process whose transaction holds it and when that transaction began; all
+-- NULL if none.  Whom lance_changes() names to a reader held back.
+CREATE FUNCTION lance_catalog.change_holder(lo bigint, hi bigint,
+                                            OUT seq bigint, OUT pid integer, OUT since timestamptz)
+    AS 'MODULE_PATHNAME', 'lance_change_holder' LANGUAGE C VOLATILE STRICT;
+
 -- The number of the first entry of the change log numbered from_seq or
 -- later, whoever may read it: entry numbers say nothing of what changed.
 CREATE FUNCTION lance_catalog.next_change(from_seq bigint) RETURNS bigint
@@ -238,6 +251,8 @@ $$;
 -- (lance_catalog.visible_change); the others are passed over, and are no
 -- gaps; when such entries come last, a row with only seq set (the number
 -- scanned up to) ends the answer, so that the reader's "after" moves on.
+-- A reader held back at a gap by a transaction that began longer ago than
+-- lance_namespace.change_idle_timeout gets a NOTICE naming its process.
 CREATE FUNCTION lance_changes(after bigint DEFAULT 0, max_entries integer DEFAULT 1000)
 RETURNS SETOF lance_catalog.change
 LANGUAGE plpgsql VOLATILE
@@ -246,6 +261,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     entry    lance_catalog.change;
+    holder   record;
     found_seq bigint;
     expected bigint;
     returned integer := 0;
@@ -280,7 +296,21 @@ BEGIN
         EXIT WHEN found_seq IS NULL;
         IF found_seq > expected THEN
             -- a gap: stop at it while its transaction may still commit
-            EXIT WHEN lance_catalog.change_in_flight(expected, found_seq - 1);
+            IF lance_catalog.change_in_flight(expected, found_seq - 1) THEN
+                -- held back longer than a writer may idle: say by whom, so
+                -- that the reader (or an administrator) can act on it
+                SELECT * INTO holder FROM lance_catalog.change_holder(expected, found_seq - 1);
+                IF holder.since <= pg_catalog.clock_timestamp()
+                       - pg_catalog.current_setting('lance_namespace.change_idle_timeout')::interval THEN
+                    RAISE NOTICE 'the change feed is held back at entry % by process %, whose transaction began at %',
+                                 holder.seq, holder.pid, holder.since
+                        USING DETAIL = pg_catalog.jsonb_build_object('held_back_at', holder.seq,
+                                           'pid', holder.pid, 'since', holder.since)::text,
+                              HINT = pg_catalog.format('An administrator can end it: SELECT pg_terminate_backend(%s);',
+                                                       holder.pid);
+                END IF;
+                EXIT;
+            END IF;
             -- none is in flight; one may have committed since the look-up
             CONTINUE WHEN lance_catalog.next_change(expected) < found_seq;
         END IF;

@@ -47,18 +47,20 @@ SELECT status, response_body FROM lance_rest('POST', '/v1/table/batch-commit', N
   '{"operations": [{"declare_table": {"id": ["rs", "new"], "location": "s3://bucket/rs/new"}}, {"deregister_table": {"id": ["rs", "missing"]}}]}', NULL);
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24new/exists', NULL, NULL, NULL);
 -- Headers: x-api-key and Authorization fill identity; the headers of
--- lance_namespace.logged_headers become context "header.<name>", and no
--- other header reaches the commit log.
+-- lance_namespace.logged_headers become the entry's headers, by lower-case
+-- name, and no other header reaches the commit log.
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h/create', NULL, NULL, format('{"X-Trace-Id": "t-1", "Authorization": "Bearer %s"}', :'key')::jsonb);
-SELECT operation, context FROM lance_catalog.change WHERE objects = '{rs$h}';
+SELECT operation, headers, context FROM lance_catalog.change WHERE objects = '{rs$h}';
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h2/create', NULL, NULL,
     format('{"X-Request-Id": "r-2", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Proxy-Authorization": "Basic x"}', :'key')::jsonb);
-SELECT context FROM lance_catalog.change WHERE objects = '{rs$h2}';
--- An administrator may log other headers, never credentials.
-SET lance_namespace.logged_headers = 'x-custom, cookie, authorization, x-api-key';
+SELECT headers, context FROM lance_catalog.change WHERE objects = '{rs$h2}';
+-- An administrator may log other headers, never credentials (any name
+-- holding authoriz, cookie, credential, key, passw, secret, session,
+-- signature or token).
+SET lance_namespace.logged_headers = 'x-custom, cookie, authorization, x-api-key, x-session-id, x-auth-token';
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h3/create', NULL, NULL,
-    format('{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Authorization": "Bearer %s"}', :'key', :'key')::jsonb);
-SELECT context FROM lance_catalog.change WHERE objects = '{rs$h3}';
+    format('{"X-Request-Id": "r-3", "Cookie": "session=s", "X-Api-Key": "%s", "X-Custom": "c", "Authorization": "Bearer %s", "X-Session-Id": "s", "X-Auth-Token": "t"}', :'key', :'key')::jsonb);
+SELECT headers, context FROM lance_catalog.change WHERE objects = '{rs$h3}';
 RESET lance_namespace.logged_headers;
 -- key_id: the id of the key the catalog authenticated the request with, what
 -- the gateway logs.  A request refused after that (409 here) still has it.
@@ -76,6 +78,21 @@ SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('GET', '/v1/namespace
 SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('GET', '/v1/namespace/%24/list', NULL, NULL,
     format('{"authorization": "Bearer %s_%s"}', left(:'key', 16), repeat('0', 64))::jsonb);
 SELECT status, key_id IS NULL AS no_key_id FROM lance_rest('POST', '/v1/nothing/here', NULL, NULL, format('{"x-api-key": "%s"}', :'key')::jsonb);
+-- The body's context is the caller's word: a header it claims stays in
+-- context, apart from the headers the request carried, and its
+-- credential-like entries are dropped.
+SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h4/create', NULL,
+    '{"context": {"header.x-request-id": "forged", "header.x-trace-id": "forged-too", "header.authorization": "Bearer abc", "job": "nightly"}}',
+    format('{"X-Request-Id": "r-4", "X-Api-Key": "%s"}', :'key')::jsonb);
+SELECT headers, context FROM lance_catalog.change WHERE objects = '{rs$h4}';
+-- A context or headers past the bounds (64 members, 16384 bytes of keys and
+-- values): 400, code 13, and no entry.
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/create', NULL,
+    jsonb_build_object('context', jsonb_build_object('big', repeat('x', 20000)))::text,
+    format('{"X-Api-Key": "%s"}', :'key')::jsonb);
+SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/create', NULL, NULL,
+    jsonb_build_object('x-api-key', :'key', 'x-request-id', repeat('x', 20000)));
+SELECT count(*) AS entries FROM lance_catalog.change WHERE objects = '{rs$h5}';
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
 RESET lance_namespace.local_roots;
 

@@ -81,9 +81,9 @@ extern char *catalog_insert_change(const char *operation, int nobjects, char **o
 								   const int64 *versions, const bool *has_version, int nnamespaces,
 								   char **namespaces, const int64 *object_ids, int nnamespace_ids,
 								   const int64 *namespace_ids, const LnMap *context,
-								   const char *status, const LnMap *properties,
-								   const char *drop_location, Oid role_id, const char *role,
-								   int64 *seq);
+								   const LnMap *headers, const char *status,
+								   const LnMap *properties, const char *drop_location, Oid role_id,
+								   const char *role, int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
 							   LnMap *properties, char **role, Oid *role_id);
 /*

@@ -23,15 +23,15 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
 							"       (operation, objects, versions, namespaces, context, status,"
 							"        properties, drop_location, role, object_ids, namespace_ids,"
-							"        role_id)"
+							"        role_id, headers)"
 							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
 							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name, $12, $13,"
-							" $14::pg_catalog.regrole)"
+							" $14::pg_catalog.regrole, pg_catalog.jsonb_object($15, $16))"
 							" RETURNING seq, transaction_id::text",
-							14,
+							16,
 							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
-							 INT8ARRAYOID, INT8ARRAYOID, OIDOID}},
+							 INT8ARRAYOID, INT8ARRAYOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
 						 "       role::text, role_id::pg_catalog.oid"
@@ -96,11 +96,12 @@ char *
 catalog_insert_change(const char *operation, int nobjects, char **objects, const int64 *versions,
 					  const bool *has_version, int nnamespaces, char **namespaces,
 					  const int64 *object_ids, int nnamespace_ids, const int64 *namespace_ids,
-					  const LnMap *context, const char *status, const LnMap *properties,
-					  const char *drop_location, Oid role_id, const char *role, int64 *seq)
+					  const LnMap *context, const LnMap *headers, const char *status,
+					  const LnMap *properties, const char *drop_location, Oid role_id,
+					  const char *role, int64 *seq)
 {
-	Datum values[14];
-	char nulls[15] = "              ";
+	Datum values[16];
+	char nulls[17] = "                ";
 	bool isnull;
 
 	values[0] = CStringGetTextDatum(operation);
@@ -117,6 +118,8 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[11] = catalog_int8_array_datum(object_ids, NULL, nobjects);
 	values[12] = catalog_int8_array_datum(namespace_ids, NULL, nnamespace_ids);
 	values[13] = ObjectIdGetDatum(role_id);
+	values[14] = catalog_text_array_datum(headers->keys, headers->len);
+	values[15] = catalog_text_array_datum(headers->values, headers->len);
 	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(catalog_result_datum(0, 1, &isnull));
 	return catalog_result_text(0, 2);

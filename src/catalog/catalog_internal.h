@@ -102,7 +102,7 @@ typedef struct StatementDef
 {
 	const char *sql;
 	int nargs;
-	Oid argtypes[14];
+	Oid argtypes[16];
 } StatementDef;
 
 /*

@@ -36,6 +36,18 @@
 #define LN_MY_LXID() (MyProc->lxid)
 #endif
 
+/*
+ * 17 also named a backend's slot a ProcNumber rather than a BackendId: the
+ * process of a virtual transaction id, and its local transaction id.
+ */
+#if PG_VERSION_NUM >= 170000
+#define LN_VXID_PROC(vxid) ProcNumberGetProc((vxid).procNumber)
+#define LN_PROC_LXID(proc) ((proc)->vxid.lxid)
+#else
+#define LN_VXID_PROC(vxid) BackendIdGetProc((vxid).backendId)
+#define LN_PROC_LXID(proc) ((proc)->lxid)
+#endif
+
 /* 17 renamed the shared transaction counters (access/transam.h). */
 #if PG_VERSION_NUM < 170000
 #define TransamVariables ShmemVariableCache

@@ -146,6 +146,61 @@ ln_empty_map(void)
 
 	return map;
 }
+
+/*
+ * Whether a context key or header name looks like it carries a credential:
+ * it holds (in any case) one of these words.  The commit log, which every
+ * catalog role and every dump can read, never keeps such an entry.  Broad on
+ * purpose: a harmless key that matches is lost from the log, while a secret
+ * that slipped through would stay in it.
+ */
+bool
+ln_is_credential_name(const char *name)
+{
+	static const char *const words[] = {"authoriz", "cookie",  "credential", "key",	 "passw",
+										"secret",	"session", "signature",	 "token"};
+	char *folded = pstrdup(name);
+	bool credential = false;
+
+	for (char *c = folded; *c; c++)
+		*c = pg_ascii_tolower((unsigned char)*c);
+	for (size_t i = 0; i < lengthof(words) && !credential; i++)
+		credential = strstr(folded, words[i]) != NULL;
+	pfree(folded);
+	return credential;
+}
+
+/*
+ * What the commit log keeps of a request's context or of its recorded
+ * headers (`what`, for the message): at most LN_RECORDED_MAX_MEMBERS
+ * entries of at most LN_RECORDED_MAX_BYTES of keys and values together
+ * (code 13 past either bound, counted on what was sent), without the
+ * credential-like ones.
+ */
+LnMap
+ln_recorded_map(const LnMap *map, const char *what)
+{
+	LnMap kept = {0, palloc(sizeof(char *) * (map->len + 1)),
+				  palloc(sizeof(char *) * (map->len + 1))};
+	Size bytes = 0;
+
+	if (map->len > LN_RECORDED_MAX_MEMBERS)
+		ln_error(LN_INVALID_INPUT, "%s: %d members, more than the commit log keeps (%d)", what,
+				 map->len, LN_RECORDED_MAX_MEMBERS);
+	for (int i = 0; i < map->len; i++)
+		bytes += strlen(map->keys[i]) + strlen(map->values[i]);
+	if (bytes > LN_RECORDED_MAX_BYTES)
+		ln_error(LN_INVALID_INPUT,
+				 "%s: %zu bytes of keys and values, more than the commit log keeps (%d)", what,
+				 bytes, LN_RECORDED_MAX_BYTES);
+	for (int i = 0; i < map->len; i++)
+		if (!ln_is_credential_name(map->keys[i]))
+		{
+			kept.keys[kept.len] = map->keys[i];
+			kept.values[kept.len++] = map->values[i];
+		}
+	return kept;
+}
 /* Order of list-form ids: name by name, a prefix first. */
 int
 ln_compare_ids(const LnId *a, const LnId *b)

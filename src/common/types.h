@@ -182,7 +182,13 @@ typedef struct LnRequest
 	LnTransactionAction *actions;
 	char *api_key;	  /* identity.api_key */
 	char *auth_token; /* identity.auth_token */
-	LnMap context;
+	LnMap context;	  /* what the caller sent as the request's context */
+	/*
+	 * The request headers lance_rest() was handed that the commit log keeps
+	 * (lance_namespace.logged_headers), by lower-case name; never decoded
+	 * from a request body, so a caller cannot pass its own off as them.
+	 */
+	LnMap headers;
 } LnRequest;
 
 struct LnCommitOperation

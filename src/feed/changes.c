@@ -12,16 +12,30 @@
  * stops there if it is held (lance_changes() in the install script).  The
  * window between taking a number and locking it is closed by a gate: writers
  * hold it shared across that window, and a reader takes it exclusively
- * before it looks at the entry locks.
+ * before it looks at the entry locks.  The lock goes with the savepoint
+ * that took it if that rolls back: the transaction then has no entry left.
+ *
+ * A transaction that holds an entry's lock holds every reader back, so it
+ * may idle at most lance_namespace.change_idle_timeout: taking the lock sets
+ * idle_in_transaction_session_timeout to that bound for the rest of the
+ * transaction.  A reader held back anyway is told who holds it
+ * (lance_catalog.change_holder(), used by lance_changes()).
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "commands/async.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/sinvaladt.h"
+#include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "../access/access.h"
 #include "../catalog/catalog.h"
@@ -51,11 +65,20 @@ typedef struct ChangeState
 
 static ChangeState change;
 
-/* The local transaction whose first entry is locked already. */
+/*
+ * The local transaction whose first entry is locked already, the entry's
+ * number, and the subtransaction that holds the lock's fate: the one that
+ * took it, or the one it has been handed to by its children's commits.
+ */
 static LocalTransactionId locked_lxid = InvalidLocalTransactionId;
+static int64 locked_number;
+static SubTransactionId locked_subxact = InvalidSubTransactionId;
 
 /* lance_namespace.notify: announce each committed change. */
 static bool notify_changes = true;
+
+/* lance_namespace.change_idle_timeout: how long a holder of an entry may idle (ms; 0: no bound). */
+static int change_idle_timeout = 60000;
 
 void
 changes_init(void)
@@ -65,6 +88,16 @@ changes_init(void)
 							 "PostgreSQL serializes the commits of transactions that notify; turn "
 							 "it off when nobody listens and commit throughput matters.",
 							 &notify_changes, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	/*
+	 * Superusers only: a holder idles at the expense of every reader of the
+	 * feed, so that no role lifts the bound for its own sessions.
+	 */
+	DefineCustomIntVariable(
+		"lance_namespace.change_idle_timeout",
+		"How long a transaction that made a change may idle before it is ended.",
+		"Until it ends, such a transaction holds back lance_changes() for every reader.  "
+		"0 sets no bound.",
+		&change_idle_timeout, 60000, 0, INT_MAX, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 void
@@ -154,6 +187,56 @@ set_lock_tag(LOCKTAG *tag, uint16 lock_class, int64 number)
 	 */
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32)((uint64)number >> 32), (uint32)number,
 						 lock_class);
+}
+
+/*
+ * The entry's lock goes with the subtransaction that took it when that one
+ * aborts: its entry, the transaction's first, is gone, and so is every
+ * later one (all made inside it).  The next entry takes a lock again.
+ * Kept, the lock would hold the feed back with no entry behind it, and no
+ * longer under the idle bound, which the abort set back too.
+ */
+static void
+release_entry_lock_on_subabort(SubXactEvent event, SubTransactionId subxact,
+							   SubTransactionId parent, void *arg pg_attribute_unused())
+{
+	if (locked_lxid != LN_MY_LXID() || subxact != locked_subxact)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		locked_subxact = parent;
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		ResourceOwner owner = CurrentResourceOwner;
+		LOCKTAG entry;
+
+		set_lock_tag(&entry, CHANGE_ENTRY_LOCK, locked_number);
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		LockRelease(&entry, ExclusiveLock, false);
+		CurrentResourceOwner = owner;
+		locked_lxid = InvalidLocalTransactionId;
+	}
+}
+
+/*
+ * Bound how long the current transaction, which now holds an entry's lock,
+ * may idle: idle_in_transaction_session_timeout for the rest of it, unless
+ * that is set lower already.  SET LOCAL's semantics: it ends with the
+ * transaction, or with the subtransaction that took the lock if that aborts
+ * (and the lock with it).  A caller that sets it again afterwards, or that
+ * keeps running statements, still holds readers back: lance_changes() names
+ * its process to them.  Outside a transaction block the transaction ends
+ * with the statement and never idles: nothing to bound (nor to pay for).
+ */
+static void
+bound_idle_time(void)
+{
+	if (change_idle_timeout <= 0 || !IsTransactionBlock() ||
+		(IdleInTransactionSessionTimeout > 0 &&
+		 IdleInTransactionSessionTimeout <= change_idle_timeout))
+		return;
+	(void)set_config_option("idle_in_transaction_session_timeout",
+							psprintf("%d", change_idle_timeout), PGC_USERSET, PGC_S_SESSION,
+							GUC_ACTION_LOCAL, true, 0, false);
 }
 
 /* Add `ns` to the list unless it is there already. */
@@ -247,17 +330,24 @@ namespace_ids(int64 **ids)
  * its transaction id (NULL if it changed nothing).
  */
 char *
-changes_record(const char *operation, const LnMap *context)
+changes_record(const char *operation, const LnMap *context, const LnMap *headers)
 {
+	static bool callback_registered = false;
 	LOCKTAG gate;
 	char **namespaces;
 	int nnamespaces;
 	int64 *ns_ids;
 	int nns_ids;
 	char *volatile transaction_id = NULL;
+	volatile bool locked = false;
 
 	if (change.nobjects == 0)
 		return NULL;
+	if (!callback_registered)
+	{
+		RegisterSubXactCallback(release_entry_lock_on_subabort, NULL);
+		callback_registered = true;
+	}
 	nnamespaces = touched_namespaces(&namespaces);
 	nns_ids = namespace_ids(&ns_ids);
 
@@ -269,9 +359,9 @@ changes_record(const char *operation, const LnMap *context)
 
 		transaction_id = catalog_insert_change(
 			operation, change.nobjects, change.objects, change.versions, change.has_version,
-			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, change.status,
-			&change.properties, change.drop_location, access_caller(), access_caller_name(),
-			&number);
+			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, headers,
+			change.status, &change.properties, change.drop_location, access_caller(),
+			access_caller_name(), &number);
 		if (LN_MY_LXID() != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */
@@ -283,6 +373,9 @@ changes_record(const char *operation, const LnMap *context)
 			(void)LockAcquire(&entry, ExclusiveLock, false, false);
 			CurrentResourceOwner = owner;
 			locked_lxid = LN_MY_LXID();
+			locked_number = number;
+			locked_subxact = GetCurrentSubTransactionId();
+			locked = true;
 		}
 	}
 	PG_FINALLY();
@@ -290,6 +383,8 @@ changes_record(const char *operation, const LnMap *context)
 		LockRelease(&gate, ShareLock, true);
 	}
 	PG_END_TRY();
+	if (locked)
+		bound_idle_time();
 
 	/*
 	 * A signal without a payload: a listener may not be allowed to read what
@@ -371,4 +466,125 @@ lance_change_in_flight(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_BOOL(in_flight);
+}
+
+/*
+ * The backend's transaction start, 0 if unknown: the activity statistics,
+ * read whatever the caller may see of them in pg_stat_activity (a reader
+ * learns when its holder began, nothing of what it runs).
+ */
+static TimestampTz
+transaction_start(int pid)
+{
+	int n = pgstat_fetch_stat_numbackends();
+
+	for (int i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+
+		if (local != NULL && local->backendStatus.st_procpid == pid)
+			return local->backendStatus.st_xact_start_timestamp;
+	}
+	return 0;
+}
+
+/*
+ * The lowest-numbered entry lock from lo to hi that another backend holds:
+ * false if none, else true with its number and the holder's pid.  A
+ * prepared transaction has no backend and is left out (pg_prepared_xacts
+ * lists it).
+ */
+static bool
+entry_lock_holder(int64 lo, int64 hi, int64 *number, int *pid)
+{
+	bool found = false;
+
+	if (hi >= lo && (uint64)hi - (uint64)lo >= GAP_PROBE_LIMIT)
+	{
+		/* a large gap: one pass over the lock table, as entry_lock_held() */
+		LockData *locks = GetLockStatusData();
+
+		for (int i = 0; i < locks->nelements; i++)
+		{
+			const LockInstanceData *lock = &locks->locks[i];
+			const LOCKTAG *tag = &lock->locktag;
+			int64 n;
+
+			if (tag->locktag_type != LOCKTAG_ADVISORY || tag->locktag_field1 != MyDatabaseId ||
+				tag->locktag_field4 != CHANGE_ENTRY_LOCK || lock->pid == MyProcPid ||
+				lock->pid == 0 || (lock->holdMask & LOCKBIT_ON(ExclusiveLock)) == 0)
+				continue;
+			n = (int64)(((uint64)tag->locktag_field2 << 32) | tag->locktag_field3);
+			if (n >= lo && n <= hi && (!found || n < *number))
+			{
+				found = true;
+				*number = n;
+				*pid = lock->pid;
+			}
+		}
+		return found;
+	}
+	for (int64 n = lo; n <= hi; n++)
+	{
+		LOCKTAG entry;
+		VirtualTransactionId *holders;
+		int nholders;
+
+		CHECK_FOR_INTERRUPTS();
+		set_lock_tag(&entry, CHANGE_ENTRY_LOCK, n);
+		/* a holder of ExclusiveLock conflicts with ShareLock; our own backend is left out */
+		holders = GetLockConflicts(&entry, ShareLock, &nholders);
+		if (nholders > 0)
+		{
+			PGPROC *proc = LN_VXID_PROC(holders[0]);
+
+			/* unless its transaction ended meanwhile (and another took its slot) */
+			if (proc != NULL && LN_PROC_LXID(proc) == holders[0].localTransactionId)
+			{
+				*number = n;
+				*pid = proc->pid;
+				return true;
+			}
+		}
+		if (n == PG_INT64_MAX)
+			break; /* n++ would overflow */
+	}
+	return false;
+}
+
+/*
+ * lance_catalog.change_holder(lo, hi) -> (seq, pid, since): the lowest
+ * entry numbered lo to hi whose transaction is still in flight, the process
+ * that runs that transaction and when the transaction began; all NULL if
+ * none (since alone if unknown).  What lance_changes() tells a reader held
+ * back at a gap.
+ */
+PG_FUNCTION_INFO_V1(lance_change_holder);
+Datum
+lance_change_holder(PG_FUNCTION_ARGS)
+{
+	int64 lo = PG_GETARG_INT64(0);
+	int64 hi = PG_GETARG_INT64(1);
+	TupleDesc desc;
+	Datum values[3] = {0};
+	bool nulls[3] = {true, true, true};
+	int64 number = 0;
+	int pid = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "lance_change_holder must return a record");
+	if (entry_lock_holder(lo, hi, &number, &pid))
+	{
+		TimestampTz since = pid != 0 ? transaction_start(pid) : 0;
+
+		values[0] = Int64GetDatum(number);
+		values[1] = Int32GetDatum(pid);
+		nulls[0] = nulls[1] = false;
+		if (since != 0)
+		{
+			values[2] = TimestampTzGetDatum(since);
+			nulls[2] = false;
+		}
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -13,6 +13,6 @@ extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 vers
 						  int64 object_id);
 extern void changes_queue_drop(const char *location);
 extern void changes_set_properties(const LnMap *properties);
-extern char *changes_record(const char *operation, const LnMap *context);
+extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers);
 
 #endif /* LN_CHANGES_H */

@@ -13,6 +13,7 @@
 #include "../access/access.h"
 #include "../catalog/catalog.h"
 #include "../common/error.h"
+#include "../common/request.h"
 #include "../feed/changes.h"
 #include "../json/json_edge.h"
 #include "frame.h"
@@ -83,12 +84,15 @@ frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp)
 		req->operations[i].handler = registry_commit_operation(req->operations[i].kind)->handler;
 
 	memset(resp, 0, sizeof(LnResponse));
+	/* what the log keeps of them, checked before anything is done */
+	req->context = ln_recorded_map(&req->context, "field \"context\"");
+	req->headers = ln_recorded_map(&req->headers, "the logged headers");
 	access_begin();
 	catalog_begin();
 	access_check_request(op, req);
 	changes_begin();
 	op->handler(req, resp);
-	transaction_id = changes_record(op->operation_id, &req->context);
+	transaction_id = changes_record(op->operation_id, &req->context, &req->headers);
 	catalog_end();
 	if (transaction_id != NULL)
 	{

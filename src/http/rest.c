@@ -41,26 +41,23 @@
 
 /*
  * lance_namespace.logged_headers: the request headers the commit log keeps
- * in an entry's context, as "header.<name>".  Every other header stays out
- * of the log, which every catalog role and every dump can read; credentials
- * stay out even when listed.
+ * in an entry's headers.  Every other header stays out of the log, which
+ * every catalog role and every dump can read; credentials (names that
+ * ln_is_credential_name() takes for one) stay out even when listed.
  */
 static char *logged_headers = NULL;
 
 /* lance_namespace.anonymous_role: the role of requests without a key ("": refused). */
 static char *anonymous_role = NULL;
 
-static const char *const credential_headers[] = {
-	"authorization", "cookie", "proxy-authorization", "x-api-key", "x-auth-token", "set-cookie"};
-
 void
 rest_init(void)
 {
 	DefineCustomStringVariable(
 		"lance_namespace.logged_headers",
-		"Request headers that the commit log records in an entry's context.",
-		"A comma-separated list of header names.  Credentials (authorization, cookie, "
-		"proxy-authorization, x-api-key, x-auth-token) are never recorded.",
+		"Request headers that the commit log records in an entry's headers.",
+		"A comma-separated list of header names.  Names that hold authoriz, cookie, credential, "
+		"key, passw, secret, session, signature or token are never recorded.",
 		&logged_headers, "x-request-id,x-trace-id,x-correlation-id,traceparent,tracestate",
 		PGC_SUSET, GUC_LIST_INPUT, NULL, NULL, NULL);
 	DefineCustomStringVariable(
@@ -70,22 +67,13 @@ rest_init(void)
 		PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
-static bool
-is_credential(const char *name)
-{
-	for (size_t i = 0; i < lengthof(credential_headers); i++)
-		if (strcmp(name, credential_headers[i]) == 0)
-			return true;
-	return false;
-}
-
 /* Whether the commit log may keep header `name`, given the setting's names. */
 static bool
 is_logged(const char *name, List *logged)
 {
 	ListCell *lc;
 
-	if (is_credential(name))
+	if (ln_is_credential_name(name))
 		return false;
 	foreach (lc, logged)
 		if (pg_strcasecmp((char *)lfirst(lc), name) == 0)

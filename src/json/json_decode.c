@@ -718,8 +718,10 @@ same_id(json_object *array, const LnId *id)
  * Decode an HTTP request of the REST binding: the JSON body (none or "null"
  * is {}), with the query parameters that are request fields merged in and
  * winning, the path's id (a body id that differs is an error), identity from
- * the x-api-key and Authorization headers, and the other headers in context
- * as "header.<name>".  `path_id` is NULL for routes without one.
+ * the x-api-key and Authorization headers, and the other headers in
+ * req->headers, apart from the body's context: a body cannot pass what it
+ * says off as headers the request carried.  `path_id` is NULL for routes
+ * without one.
  */
 void
 json_decode_http_request(const char *body, const LnId *path_id, const LnMap *query,
@@ -731,8 +733,9 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 	JsonTree *tree;
 	json_object *root = NULL;
 	json_object *identity;
-	json_object *context;
 	json_object *id;
+	LnMap recorded = {0, palloc(sizeof(char *) * (headers->len + 1)),
+					  palloc(sizeof(char *) * (headers->len + 1))};
 
 	known_fields |= LN_REQ_IDENTITY | LN_REQ_CONTEXT;
 	if (body != NULL && body[strspn(body, " \t\r\n")] != '\0')
@@ -767,18 +770,12 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 		json_object_object_add(root, "id", json_new_string_array(path_id->len, path_id->names));
 	}
 
-	/* identity and context from headers win over the body's */
+	/* identity from headers wins over the body's */
 	if (!json_object_object_get_ex(root, "identity", &identity) ||
 		!json_object_is_type(identity, json_type_object))
 	{
 		identity = json_object_new_object();
 		json_object_object_add(root, "identity", identity);
-	}
-	if (!json_object_object_get_ex(root, "context", &context) ||
-		!json_object_is_type(context, json_type_object))
-	{
-		context = json_object_new_object();
-		json_object_object_add(root, "context", context);
 	}
 	for (int i = 0; i < headers->len; i++)
 	{
@@ -793,11 +790,14 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 		for (size_t k = 0; k < lengthof(plain_headers); k++)
 			plain = plain || strcmp(name, plain_headers[k]) == 0;
 		if (!plain)
-			json_object_object_add(context, psprintf("header.%s", name),
-								   json_object_new_string(value));
+		{
+			recorded.keys[recorded.len] = (char *)name;
+			recorded.values[recorded.len++] = (char *)value;
+		}
 	}
 
 	decode_request_object(root, "", known_fields, req);
+	req->headers = recorded;
 	json_release_tree(tree);
 }
 

@@ -113,7 +113,7 @@ SELECT string_agg(what, '; ') FROM (
     UNION ALL
     SELECT 'change ' || seq || ' (' || operation || ')' FROM lance_catalog.change
      WHERE NOT pg_temp.valid_utf8(array_to_string(objects, '|') || array_to_string(namespaces, '|')
-                                  || context::text || properties::text)) x;
+                                  || context::text || headers::text || properties::text)) x;
 SQL
 )"
 if [[ -z "$invalid" ]]; then
@@ -401,6 +401,23 @@ same "the read API answers after the update as the original" \
 same "the update gives every change log entry its object ids and role OID" "0 t" \
 	"$(D upg -c "SELECT count(*) FROM lance_catalog.change WHERE cardinality(object_ids) <> cardinality(objects) OR namespace_ids[1] <> 0 OR role_id::text <> role::text" -c "SELECT bool_and(c.object_ids[1] = o.id) FROM lance_catalog.change c JOIN lance_catalog.object o ON o.parent_id = 0 AND o.name = 'prod' WHERE c.objects = '{prod}'" | tr '\n' ' ' | sed 's/ $//')"
 check_works upg "updated catalog"
+
+# The update to 0.6.0 takes the credential-like entries out of the context
+# of older entries (the log never meant to keep them), and leaves the rest,
+# the headers lance_rest recorded as "header.<name>" included: they cannot
+# be told from a caller's.  The new headers column is empty for them.
+D postgres -c 'CREATE DATABASE scrub' >/dev/null
+D scrub -c "CREATE EXTENSION lance_namespace VERSION '0.5.0'" \
+	-c "INSERT INTO lance_catalog.change (operation, objects, versions, namespaces, context)
+	    VALUES ('CreateNamespace', '{a}', '{NULL}', '{}', '{\"header.x-request-id\": \"r\", \"header.authorization\": \"Bearer s\", \"api_key\": \"k\", \"Session\": \"s\", \"job\": \"j\"}'),
+	           ('CreateNamespace', '{b}', '{NULL}', '{}', '{\"job\": \"k\"}')" >/dev/null
+rc=0
+out="$(D scrub -c 'ALTER EXTENSION lance_namespace UPDATE' 2>&1)" || rc=$?
+same "the update from 0.5.0 of a log whose context holds credentials" "0 " "$rc $out"
+same "the update drops the credential-like context entries of older entries, and only them" \
+	'{a}|{"job": "j", "header.x-request-id": "r"}|{}
+{b}|{"job": "k"}|{}' \
+	"$(D scrub -c 'SELECT objects, context, headers FROM lance_catalog.change ORDER BY seq' 2>&1)"
 
 # ---------------------------------------------------------------------------
 # Install and update with a hostile public schema: a role with CREATE on

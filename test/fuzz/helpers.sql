@@ -172,7 +172,8 @@ LANGUAGE sql STABLE AS $$
            LATERAL (VALUES ('change.operation', false, e.operation),
                            ('change.objects', true, to_jsonb(e.objects)::text),
                            ('change.namespaces', true, to_jsonb(e.namespaces)::text),
-                           ('change.context', true, e.context::text), ('change.status', false, e.status),
+                           ('change.context', true, e.context::text), ('change.headers', true, e.headers::text),
+                           ('change.status', false, e.status),
                            ('change.properties', true, e.properties::text),
                            ('change.drop_location', false, e.drop_location)) AS t(c, j, v)
      WHERE e.xmin::text = x AND v IS NOT NULL

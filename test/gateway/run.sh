@@ -10,6 +10,11 @@
 #          line per request with the id of the key the database authenticated
 #          and never the key: key=- for a forged lnk_<victim id>_junk; a key
 #          after 100 other headers is refused (431, code 13), not dropped.
+#   context the commit log keeps the request headers the gateway passed on
+#          (x-request-id) as the entry's headers, and the body's context
+#          apart, as the caller's: a forged header.x-request-id in the body
+#          is no header, and header.authorization is dropped; a 7 MB context
+#          is 400 with code 13, and no change.
 #   https  with LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (a self-signed
 #          certificate made here with openssl) the gateway serves HTTPS: 200
 #          with a key and 401 without one for a client that trusts the
@@ -213,6 +218,29 @@ check "the forged keys' requests log key=-" \
 check "the key as the 100th header is logged; after 100 others, key=-" \
 	"/v1/namespace/gw/list/ 200 key=$KEY_ID /v1/namespace/gw\$header101/list 431 key=-" \
 	"$(logged /v1/namespace/gw/list/ '/v1/namespace/gw$header101/list')"
+
+# ---------------------------------------------------------------------------
+# context
+# ---------------------------------------------------------------------------
+say "what the commit log keeps of a request's headers and context"
+expect "HTTP, a change whose body claims headers" 200 - -X POST -H "x-api-key: $KEY" -H 'x-request-id: real-1' \
+	-H 'content-type: application/json' \
+	-d '{"context": {"header.x-request-id": "forged", "header.authorization": "Bearer abc", "job": "nightly"}}' \
+	"$URL/namespace/gw%24ctx/create"
+check "the entry's headers are those the request carried" '{"x-request-id": "real-1"}' \
+	"$(sql -U postgres -d "$DB" -c "SELECT headers FROM lance_catalog.change WHERE objects = '{gw\$ctx}'")"
+check "the body's context stays apart, without its credential" \
+	'{"job": "nightly", "header.x-request-id": "forged"}' \
+	"$(sql -U postgres -d "$DB" -c "SELECT context FROM lance_catalog.change WHERE objects = '{gw\$ctx}'")"
+{
+	printf '{"context": {"big": "'
+	head -c $((7 * 1024 * 1024)) /dev/zero | tr '\0' x
+	printf '"}}'
+} >"$WORK/big_context.json"
+expect "HTTP, a change with a 7 MB context" 400 13 -X POST -H "x-api-key: $KEY" \
+	-H 'content-type: application/json' --data-binary "@$WORK/big_context.json" "$URL/namespace/gw%24big/create"
+check "and no entry" 0 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM lance_catalog.change WHERE objects = '{gw\$big}'")"
 
 # ---------------------------------------------------------------------------
 # https

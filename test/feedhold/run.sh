@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# A writer that made a change holds lance_changes() back for every reader
+# until its transaction ends (the feed never skips a number that may still
+# commit).  Two sessions of this script hold such a transaction open:
+#
+#   bound  one with lance_namespace.change_idle_timeout = 1s makes a change
+#          and idles: it is ended with the idle-in-transaction error, its
+#          change is gone, and a reader gets the entry committed after its
+#          number (polled for up to 120 s: the bound is 1 s, the margin is
+#          for a loaded machine).
+#   named  one with change_idle_timeout = 0 (no bound) makes a change and
+#          stays; a reader whose own bound is 1s, held back longer than that,
+#          gets a NOTICE naming the holder's process, its pid in the DETAIL's
+#          JSON; once the holder rolls back, the reader gets what was behind it.
+#
+# Runs as root (or postgres); prints "  ok    <check>" / "  FAIL  <check>" per
+# check; exits 0 only when every check passed.
+#
+# Environment (optional):
+#   LN_TEST_PORT  first port to try (default 54581)
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+
+new_work_dir
+PORT="$(find_free_port "${LN_TEST_PORT:-54581}")"
+START=$SECONDS
+HOLDER_PID=""
+# generous: CI runs the server under valgrind on a loaded machine
+POLLS=600 # of 0.2 s: 120 s
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	set +e
+	[[ -n "$HOLDER_PID" ]] && kill "$HOLDER_PID" 2>/dev/null
+	exec 3>&- 2>/dev/null
+	stop_clusters "$PGDATA_DIR"
+	remove_work_dir
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d feed "$@"; }
+
+init_cluster "$PGDATA_DIR" test >/dev/null
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE feed'
+sql -c 'CREATE EXTENSION lance_namespace'
+
+# hold <name> <setting>: a session (HOLDER_PID, its input on fd 3, its
+# output in $WORK/<name>.out) that sets change_idle_timeout to <setting>,
+# makes namespace <name> in a transaction it leaves open, and prints its pid.
+hold() {
+	mkfifo "$WORK/$1.in"
+	sql <"$WORK/$1.in" >"$WORK/$1.out" 2>&1 &
+	HOLDER_PID=$!
+	exec 3>"$WORK/$1.in"
+	printf "SET lance_namespace.change_idle_timeout = '%s';\nBEGIN;\n" "$2" >&3
+	printf "SELECT lance_create_namespace('{\"id\": [\"%s\"]}') IS NOT NULL AS made;\n" "$1" >&3
+	printf 'SELECT pg_backend_pid();\n\\echo taken\n' >&3
+	for _ in $(seq "$POLLS"); do grep -q taken "$WORK/$1.out" && return 0; sleep 0.2; done
+	return 1
+}
+
+# end_holder [<sql>]: send <sql> to the holding session, close its input and wait for it.
+end_holder() {
+	[[ -n "${1:-}" ]] && printf '%s\n' "$1" >&3
+	exec 3>&-
+	wait "$HOLDER_PID" || true
+	HOLDER_PID=""
+}
+
+# position: the log's last number now
+position() { sql -c 'SELECT COALESCE(max(seq), 0) FROM lance_catalog.change'; }
+
+# ---------------------------------------------------------------------------
+# bound
+# ---------------------------------------------------------------------------
+say "a writer that idles is ended after change_idle_timeout"
+base="$(position)"
+if hold held 1s; then pass "a session makes a change in a transaction and idles"; else fail "a session makes a change and idles" "$(cat "$WORK/held.out")"; fi
+sql -c "SELECT lance_create_namespace('{\"id\": [\"after\"]}') IS NOT NULL" >/dev/null
+got=0
+for _ in $(seq "$POLLS"); do
+	got="$(sql -c "SELECT count(*) FROM lance_changes($base) WHERE objects = '{after}'")"
+	((got == 1)) && break
+	sleep 0.2
+done
+check "the feed moves past the idle writer's number to the entry after it" 1 "$got"
+end_holder 'SELECT 1;'
+if grep -q 'terminating connection due to idle-in-transaction timeout' "$WORK/held.out"; then
+	pass "the idle writer was ended with the idle-in-transaction error"
+else
+	fail "the idle writer was ended with the idle-in-transaction error" "$(cat "$WORK/held.out")"
+fi
+check "and its change is gone" 0 \
+	"$(sql -c "SELECT count(*) FROM lance_catalog.object WHERE name = 'held'")"
+
+# ---------------------------------------------------------------------------
+# named
+# ---------------------------------------------------------------------------
+say "a reader held back longer than change_idle_timeout learns by whom"
+base="$(position)"
+if hold kept 0; then pass "a session with no bound makes a change in a transaction and stays"; else fail "a session with no bound makes a change and stays" "$(cat "$WORK/kept.out")"; fi
+holder="$(sed -n 's/^\([0-9][0-9]*\)$/\1/p' "$WORK/kept.out" | tail -n 1)"
+sql -c "SELECT lance_create_namespace('{\"id\": [\"behind\"]}') IS NOT NULL" >/dev/null
+notice=""
+for _ in $(seq "$POLLS"); do
+	out="$(sql -c "SET lance_namespace.change_idle_timeout = '1s'" \
+		-c "SELECT count(*) FROM lance_changes($base) WHERE operation IS NOT NULL" 2>&1)"
+	if [[ "$out" == *"held back"* ]]; then
+		notice="$out"
+		break
+	fi
+	sleep 0.2
+done
+if [[ "$notice" == *"NOTICE:  the change feed is held back at entry $((base + 1)) by process $holder, whose transaction began at "* ]]; then
+	pass "the reader's NOTICE names the holder's process ($holder) and entry"
+else
+	fail "the reader's NOTICE names the holder's process ($holder) and entry" "got: $notice"
+fi
+if [[ "$notice" == *"DETAIL:  {\"pid\": $holder, \"since\": \""*"\", \"held_back_at\": $((base + 1))}"* ]]; then
+	pass "its DETAIL holds them as JSON"
+else
+	fail "its DETAIL holds them as JSON" "got: $notice"
+fi
+check "and the reader gets nothing past the holder's number meanwhile" 0 "$(grep -x '[0-9][0-9]*' <<<"$notice" | tail -n 1)"
+end_holder 'ROLLBACK;'
+check "once the holder rolls back, the reader gets what was behind it" 1 \
+	"$(sql -c "SELECT count(*) FROM lance_changes($base) WHERE objects = '{behind}'")"
+
+echo
+say "feed hold test: $CHECKS checks, $FAILS failed, $((SECONDS - START)) s"
+((FAILS == 0))
