@@ -480,7 +480,7 @@ transaction_start(int pid)
 
 	for (int i = 1; i <= n; i++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+		LocalPgBackendStatus *local = LN_LOCAL_BEENTRY(i);
 
 		if (local != NULL && local->backendStatus.st_procpid == pid)
 			return local->backendStatus.st_xact_start_timestamp;
