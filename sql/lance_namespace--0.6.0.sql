@@ -52,6 +52,12 @@ CREATE INDEX object_table_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table';
 CREATE INDEX object_table_with_data_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table' AND NOT declared;
+-- ListAllTables of a role that may read some namespaces only: each such
+-- namespace's tables in id order, merged (0.6.0).
+CREATE INDEX object_table_parent_id_idx
+    ON lance_catalog.object (parent_id, id) WHERE kind = 'table';
+CREATE INDEX object_table_with_data_parent_id_idx
+    ON lance_catalog.object (parent_id, id) WHERE kind = 'table' AND NOT declared;
 -- The folder a location names in one spelling (a local path, or
 -- "s3://bucket/key" for S3), or NULL: for lance_process_drops(), which must
 -- not remove a folder that a table uses, however its location is spelled.
