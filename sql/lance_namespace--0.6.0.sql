@@ -587,6 +587,24 @@ SELECT s.system_identifier, d.oid, 'install', CURRENT_USER
 
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.identity', '');
 
+-- The key that ListAllTables' page tokens are sealed with (0.6.0): a token
+-- names a position by a table's internal number, which would tell how many
+-- tables were made between two pages, those the caller may not see
+-- included.  256 bits (less the UUIDs' 12 fixed ones) of pg_strong_random,
+-- made at install, read by the catalog's owner alone, and not dumped: a
+-- restored catalog makes its own, and a token from before answers code 13.
+CREATE TABLE lance_catalog.page_token_key (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    key bytea NOT NULL CHECK (pg_catalog.length(key) = 32)
+);
+
+COMMENT ON TABLE lance_catalog.page_token_key IS 'lance_namespace: the secret page tokens are sealed with';
+
+INSERT INTO lance_catalog.page_token_key (key)
+SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.concat(pg_catalog.gen_random_uuid(),
+                                                              pg_catalog.gen_random_uuid()),
+                                            '-', ''), 'hex');
+
 -- Make this catalog the one of record for its storage: its drops then remove
 -- data and its commits write manifests again (superusers and lance_admin).
 CREATE FUNCTION lance_adopt_storage() RETURNS jsonb

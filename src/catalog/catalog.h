@@ -5,8 +5,8 @@
  *
  * The interface of the catalog's files: catalog.c (the session),
  * catalog_objects.c, catalog_tree.c, catalog_versions.c,
- * catalog_changes.c, catalog_access.c and catalog_storage.c.  Its types
- * are in catalog_types.h.
+ * catalog_changes.c, catalog_access.c, catalog_storage.c and
+ * catalog_page_token.c.  Its types are in catalog_types.h.
  */
 #ifndef LN_CATALOG_H
 #define LN_CATALOG_H
@@ -120,6 +120,10 @@ extern Oid catalog_authenticate(const char *id, const char *key);
 extern bool catalog_delete_api_key(const char *id);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at);
+
+/* Page tokens that name a position without telling it (catalog_page_token.c) */
+extern char *catalog_page_token(int64 position);
+extern bool catalog_page_token_position(const char *token, int64 *position);
 
 /* Storage settings (storage_settings.c, storage.c; catalog_storage.c) */
 extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);

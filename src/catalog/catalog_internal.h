@@ -7,7 +7,7 @@
  *
  * Each statement file (catalog_objects.c, catalog_versions.c,
  * catalog_changes.c, catalog_access.c, catalog_storage.c, catalog_undo.c,
- * catalog_identity.c) defines the SQL
+ * catalog_identity.c, catalog_page_token.c) defines the SQL
  * of its own statements, indexed by these numbers, and runs them through
  * catalog_execute(), which prepares each once per backend and keeps it.
  */
@@ -72,6 +72,7 @@ typedef enum CatalogStatement
 	STMT_UNDO_FAILED,
 	STMT_VERSION_AT_LOCATION,
 	STMT_ADOPT_STORAGE,
+	STMT_PAGE_TOKEN_KEY,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
