@@ -469,6 +469,17 @@ load_scale() {
 	sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' '
 }
 
+# bench_reader_grant <db> <namespace>: BENCH_READER, a role that may read
+# that one namespace of the catalog and nothing else.
+BENCH_READER=lance_bench_reader
+bench_reader_grant() {
+	psql_db -d "$1" -v role="$BENCH_READER" -v ns="$2" <<'SQL' >/dev/null
+SELECT format('CREATE ROLE %I', :'role')
+ WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'role') \gexec
+SELECT lance_grant(jsonb_build_object('id', jsonb_build_array(:'ns'), 'role', :'role', 'privilege', 'read'));
+SQL
+}
+
 bench_scale() {
 	local nns=$((SCALE_TABLES / TABLES_PER_NS)) t0 t1 times size_mb per_million versions
 	local -a tm
@@ -491,10 +502,19 @@ bench_scale() {
 	pgbench_variant scale_describe_large scale_large scale_describe_table "-D nns=$nns -D tpn=$TABLES_PER_NS"
 	pgbench_variant scale_latest_small scale_small scale_latest "-D nns=1 -D tpn=$TABLES_PER_NS"
 	pgbench_variant scale_latest_large scale_large scale_latest "-D nns=$nns -D tpn=$TABLES_PER_NS"
+	# 4f, 4g: a role with read on one namespace, in the middle of the id order,
+	# lists the root and pages through ListAllTables; an administrator the same
+	bench_reader_grant scale_large "s$(((nns + 1) / 2))"
+	pgbench_variant scale_root_reader scale_large scale_list_root "" "-c role=$BENCH_READER"
+	pgbench_variant scale_root_admin scale_large scale_list_root
+	pgbench_variant scale_all_reader scale_large scale_list_all_tables "" "-c role=$BENCH_READER"
+	pgbench_variant scale_all_admin scale_large scale_list_all_tables
 	say "(4) scale: measuring"
 	measure scale_list_large scale_list_small
 	measure scale_describe_large scale_describe_small
 	measure scale_latest_large scale_latest_small
+	measure scale_root_reader scale_root_admin
+	measure scale_all_reader scale_all_admin
 
 	local big="at $SCALE_TABLES tables vs 1000"
 	compare_row 4a "ListTables page of 100, $big" scale_list_large scale_list_small "tps" 0.667 "≥ 0.67 (cost ≤ 1.5×)"
@@ -505,6 +525,10 @@ bench_scale() {
 		"$per_million MB" "—" "—" "—" "—"
 	row 4e "Loading $SCALE_TABLES tables and $versions versions (set-based INSERT ... SELECT, FKs checked)" \
 		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f s", b - a }')" "—" "—" "—" "—"
+	compare_row 4f "ListNamespaces of the root (limit 100) by a reader with read on one namespace vs an administrator, at $SCALE_TABLES tables" \
+		scale_root_reader scale_root_admin "tps" 0.333 "≥ 0.33 (cost ≤ 3×)"
+	compare_row 4g "ListAllTables page of 100 by that reader vs an administrator, at $SCALE_TABLES tables" \
+		scale_all_reader scale_all_admin "tps" 0.333 "≥ 0.33 (cost ≤ 3×)"
 	NOTES+=("4e: load of the large catalog: tables $(awk -v x="${tm[1]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s, versions $(awk -v x="${tm[3]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s, VACUUM ANALYZE $(awk -v x="${tm[4]:-0}" 'BEGIN { printf "%.1f", x / 1000 }') s; whole database $(psql_val -d scale_large -c "SELECT pg_size_pretty(pg_database_size(current_database()))"); lance_catalog.version $size_mb MB for $versions versions.")
 	psql_db -d postgres -c "DROP DATABASE scale_small" -c "DROP DATABASE scale_large"
 }

@@ -52,6 +52,12 @@ CREATE INDEX object_table_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table';
 CREATE INDEX object_table_with_data_id_idx
     ON lance_catalog.object (id) WHERE kind = 'table' AND NOT declared;
+-- ListAllTables of a role that may read some namespaces only: each such
+-- namespace's tables in id order, merged (0.6.0).
+CREATE INDEX object_table_parent_id_idx
+    ON lance_catalog.object (parent_id, id) WHERE kind = 'table';
+CREATE INDEX object_table_with_data_parent_id_idx
+    ON lance_catalog.object (parent_id, id) WHERE kind = 'table' AND NOT declared;
 -- The folder a location names in one spelling (a local path, or
 -- "s3://bucket/key" for S3), or NULL: for lance_process_drops(), which must
 -- not remove a folder that a table uses, however its location is spelled.
@@ -613,6 +619,24 @@ SELECT s.system_identifier, d.oid, 'install', CURRENT_USER
  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
 
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.identity', '');
+
+-- The key that ListAllTables' page tokens are sealed with (0.6.0): a token
+-- names a position by a table's internal number, which would tell how many
+-- tables were made between two pages, those the caller may not see
+-- included.  256 bits (less the UUIDs' 12 fixed ones) of pg_strong_random,
+-- made at install, read by the catalog's owner alone, and not dumped: a
+-- restored catalog makes its own, and a token from before answers code 13.
+CREATE TABLE lance_catalog.page_token_key (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    key bytea NOT NULL CHECK (pg_catalog.length(key) = 32)
+);
+
+COMMENT ON TABLE lance_catalog.page_token_key IS 'lance_namespace: the secret page tokens are sealed with';
+
+INSERT INTO lance_catalog.page_token_key (key)
+SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.concat(pg_catalog.gen_random_uuid(),
+                                                              pg_catalog.gen_random_uuid()),
+                                            '-', ''), 'hex');
 
 -- Make this catalog the one of record for its storage: its drops then remove
 -- data and its commits write manifests again (superusers and lance_admin).

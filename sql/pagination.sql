@@ -195,6 +195,85 @@ FROM pg_temp.pages('lance_list_namespaces', '{"id": ["pg_big"]}');
 SELECT pages, distinct_tokens, distinct_items, jsonb_array_length(all_items) AS names
 FROM pg_temp.check_pages('lance_list_namespaces', '{"id": ["pg_big"], "limit": 400}');
 
+--
+-- ListAllTables' page tokens name a position without telling it.  As the
+-- table's internal number, a token told a reader how many tables it may not
+-- see were made between two of its pages (the numbers of two consecutive
+-- tokens differed by one more than that).  A token is now 32 hex digits,
+-- the number sealed with the catalog's key: no number, and two tokens say
+-- nothing of each other.  A position always gives the same token, so paging
+-- stays stable while tables come and go; a token the catalog did not make
+-- is LN013.
+--
+CREATE ROLE regress_ln_pager;
+SELECT lance_create_namespace('{"id": ["pg_seen"]}') IS NOT NULL AS created;
+SELECT lance_create_namespace('{"id": ["pg_hidden"]}') IS NOT NULL AS created;
+SELECT lance_grant('{"id": ["pg_seen"], "role": "regress_ln_pager", "privilege": "read"}') ->> 'changed' AS granted;
+-- s1, 50 tables the reader may not see, s2, one more, s3 and s4
+SELECT lance_register_table('{"id": ["pg_seen", "s1"], "location": "s3://b/seen/s1"}') IS NOT NULL AS created;
+SELECT count(lance_register_table(jsonb_build_object('id', jsonb_build_array('pg_hidden', 'h' || i),
+                                                     'location', 's3://b/hidden/h' || i)))
+  FROM generate_series(1, 50) i;
+SELECT lance_register_table('{"id": ["pg_seen", "s2"], "location": "s3://b/seen/s2"}') IS NOT NULL AS created;
+SELECT lance_register_table('{"id": ["pg_hidden", "h51"], "location": "s3://b/hidden/h51"}') IS NOT NULL AS created;
+SELECT lance_register_table('{"id": ["pg_seen", "s3"], "location": "s3://b/seen/s3"}') IS NOT NULL AS created;
+SELECT lance_register_table('{"id": ["pg_seen", "s4"], "location": "s3://b/seen/s4"}') IS NOT NULL AS created;
+SET ROLE regress_ln_pager;
+SELECT page, items, more FROM pg_temp.pages('lance_list_all_tables', '{"limit": 1}');
+SELECT * FROM pg_temp.check_pages('lance_list_all_tables', '{"limit": 1}');
+-- every token: 32 hex digits, never a number
+SELECT page, token ~ '^[0-9a-f]{32}$' AS hex_digits, token ~ '^[0-9]+$' AS a_number
+  FROM pg_temp.pages('lance_list_all_tables', '{"limit": 1}') WHERE more;
+-- the same position, the same token
+SELECT lance_list_all_tables('{"limit": 1}') ->> 'page_token'
+     = lance_list_all_tables('{"limit": 1}') ->> 'page_token' AS same_token;
+-- the key is the catalog owner's alone
+SELECT * FROM lance_catalog.page_token_key;
+
+-- Tables added, renamed and removed between the reader's pages, seen and
+-- hidden: each table the reader may see that is there throughout comes
+-- once; one removed before its page never comes; a new one comes last.
+SELECT lance_list_all_tables('{"limit": 2}') AS page1 \gset
+SELECT :'page1'::jsonb -> 'tables' AS page1_tables;
+RESET ROLE;
+-- s2 (the last sent) and s3 (not sent) go, s4 (not sent) is renamed, s5 is
+-- new; hidden tables go and come
+SELECT lance_deregister_table('{"id": ["pg_seen", "s2"]}') -> 'id' AS removed;
+SELECT lance_deregister_table('{"id": ["pg_seen", "s3"]}') -> 'id' AS removed;
+SELECT lance_rename_table('{"id": ["pg_seen", "s4"], "new_table_name": "z4"}') - 'transaction_id' AS lance_rename_table;
+SELECT count(lance_deregister_table(jsonb_build_object('id', jsonb_build_array('pg_hidden', 'h' || i))))
+  FROM generate_series(1, 10) i;
+SELECT count(lance_register_table(jsonb_build_object('id', jsonb_build_array('pg_hidden', 'h' || i),
+                                                     'location', 's3://b/hidden/h' || i)))
+  FROM generate_series(52, 60) i;
+SELECT lance_register_table('{"id": ["pg_seen", "s5"], "location": "s3://b/seen/s5"}') IS NOT NULL AS created;
+SET ROLE regress_ln_pager;
+SELECT page, items, more
+FROM pg_temp.pages('lance_list_all_tables',
+                   jsonb_build_object('limit', 2, 'page_token', :'page1'::jsonb -> 'page_token'));
+RESET ROLE;
+
+-- Tokens the catalog did not make: LN013.  One changed in its last digit;
+-- a table's internal number, as tokens were before 0.6.0 (a client paging
+-- across the update to 0.6.0 starts again); one sealed with another
+-- catalog's key (another install, or this one restored from a dump).
+SELECT lance_list_all_tables('{"limit": 1}') ->> 'page_token' AS token \gset
+SELECT lance_list_all_tables(jsonb_build_object('page_token', :'token', 'limit', 2)) -> 'tables' AS next_tables;
+SELECT lance_list_all_tables(jsonb_build_object('page_token',
+           overlay(:'token' PLACING CASE WHEN right(:'token', 1) = '0' THEN '1' ELSE '0' END FROM 32)));
+SELECT id AS s1_number FROM lance_catalog.object WHERE name = 's1' \gset
+SELECT lance_list_all_tables(jsonb_build_object('page_token', :'s1_number'::text));
+SELECT lance_list_all_tables('{"page_token": "0123456789abcdef0123456789abcdeg"}');
+SELECT lance_list_all_tables('{"page_token": "0123456789ABCDEF0123456789ABCDEF"}');
+SELECT key AS old_key FROM lance_catalog.page_token_key \gset
+UPDATE lance_catalog.page_token_key SET key = sha256(key);
+SELECT lance_list_all_tables(jsonb_build_object('page_token', :'token'));
+UPDATE lance_catalog.page_token_key SET key = :'old_key'::bytea;
+SELECT lance_list_all_tables(jsonb_build_object('page_token', :'token', 'limit', 2)) -> 'tables' AS next_tables_again;
+SELECT lance_drop_namespace('{"id": ["pg_seen"], "behavior": "Cascade"}') IS NOT NULL AS dropped;
+SELECT lance_drop_namespace('{"id": ["pg_hidden"], "behavior": "Cascade"}') IS NOT NULL AS dropped;
+DROP ROLE regress_ln_pager;
+
 -- Clean up.
 SELECT lance_drop_namespace('{"id": ["pg_big"], "behavior": "Cascade"}') IS NOT NULL AS dropped;
 SELECT lance_list_namespaces('{"id": []}');

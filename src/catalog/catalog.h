@@ -4,9 +4,9 @@
  *		that knows those tables and the statements that read and write them.
  *
  * The interface of the catalog's files: catalog.c (the session),
- * catalog_objects.c, catalog_versions.c, catalog_changes.c,
- * catalog_access.c and catalog_storage.c.  Its types are in
- * catalog_types.h.
+ * catalog_objects.c, catalog_tree.c, catalog_versions.c,
+ * catalog_changes.c, catalog_access.c, catalog_storage.c and
+ * catalog_page_token.c.  Its types are in catalog_types.h.
  */
 #ifndef LN_CATALOG_H
 #define LN_CATALOG_H
@@ -34,8 +34,6 @@ extern void catalog_delete_subtree(int64 id);
 extern bool catalog_move_object(int64 id, int64 new_parent_id, const char *new_name);
 extern int catalog_list_children(int64 parent_id, bool tables, bool include_declared,
 								 const char *after, int limit, Oid reader, char ***names);
-extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid reader,
-								   int64 **ids, LnId **paths);
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
 extern bool catalog_location_in_use(const char *path, int64 except_id);
@@ -49,6 +47,10 @@ extern int catalog_lookup_table_latest(int64 grandparent_id, const char *ns_name
 									   LnTableVersion **versions, int *nversions);
 
 extern int catalog_list_table_locations(int64 after_id, int limit, int64 **ids, char ***locations);
+
+/* ListAllTables (catalog_tree.c) */
+extern int catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid reader,
+								   int64 **ids, LnId **paths);
 
 /* The undo rollbacks could not finish on storage (catalog_undo.c) */
 typedef struct CatalogUndo
@@ -104,7 +106,7 @@ extern void catalog_set_change(const char *transaction_id, const char *status,
 extern int catalog_list_queued_drops(int limit, char ***transaction_ids, char ***locations);
 extern int catalog_requeue_failed_drops(void);
 
-/* Privileges and API keys (access.c, grants.c, api_keys.c; catalog_access.c) */
+/* Privileges and API keys (access.c, grants.c, api_keys.c; catalog_access.c, catalog_tree.c) */
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
 extern bool catalog_may_read_path(int n, const int64 *path, Oid role);
 extern bool catalog_role_is(Oid role, const char *name);
@@ -118,6 +120,10 @@ extern Oid catalog_authenticate(const char *id, const char *key);
 extern bool catalog_delete_api_key(const char *id);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at);
+
+/* Page tokens that name a position without telling it (catalog_page_token.c) */
+extern char *catalog_page_token(int64 position);
+extern bool catalog_page_token_position(const char *token, int64 *position);
 
 /* Storage settings (storage_settings.c, storage.c; catalog_storage.c) */
 extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);

@@ -1,12 +1,13 @@
 /*
  * catalog_access.c
  *		Privileges and API keys in the catalog: grants on namespaces and
- *		tables, the check that a role holds one, and the keys a request
- *		authenticates with.
+ *		tables, whether a change log entry's names are a role's to see, and
+ *		the keys a request authenticates with.
  *
- * What access.c asks on every request and what an administrator's
- * functions (sql/grants.c, sql/api_keys.c) change.  A key is kept as its
- * SHA-256 hash alone, and authentication finds it by index
+ * What access.c asks and what an administrator's functions (sql/grants.c,
+ * sql/api_keys.c) change; the check that a role holds a privilege, asked
+ * on every request, walks the tree by index (catalog_tree.c).  A key is
+ * kept as its SHA-256 hash alone, and authentication finds it by index
  * (catalog_index.c); the other statements run with catalog.c's plans.
  */
 #include "postgres.h"
@@ -35,19 +36,6 @@
 
 /* This file's statements, by their numbers (catalog_internal.h). */
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
-	/* a grant of one of the privileges $3 to role $2 (or one whose privileges it has) on $1 or
-	   above */
-	[STMT_HAS_PRIVILEGE] =
-		{"WITH RECURSIVE up(id) AS ("
-		 "   SELECT $1::bigint"
-		 "   UNION ALL"
-		 "   SELECT o.parent_id FROM lance_catalog.object o JOIN up ON o.id = up.id"
-		 "    WHERE o.parent_id IS NOT NULL)"
-		 " SELECT EXISTS (SELECT FROM up JOIN lance_catalog.grant g ON g.object_id = up.id"
-		 "                 WHERE g.privilege = ANY ($3) AND " GRANT_ROLE_IS_LIVE
-		 "                   AND pg_catalog.pg_has_role($2, g.role::pg_catalog.oid, 'USAGE'))",
-		 3,
-		 {INT8OID, OIDOID, TEXTARRAYOID}},
 	/*
 	 * Whether role $2 may see every name path $1 (0, the namespaces below the
 	 * root down to the object, then it) holds, so that an entry shows no name
@@ -152,33 +140,6 @@ static int
 execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 {
 	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
-}
-
-/* `least` and the privileges that include it, as a text[] */
-static Datum
-privileges_datum(LnPrivilege least)
-{
-	char *names[LN_PRIV_MANAGE + 1];
-	int n = 0;
-
-	for (int i = least; i <= LN_PRIV_MANAGE; i++)
-		names[n++] = (char *)ln_privilege_name((LnPrivilege)i);
-	return catalog_text_array_datum(names, n);
-}
-
-/*
- * True if `role` holds `privilege` (or a greater one) on object_id or on a
- * namespace above it, directly or through a role whose privileges it has.
- */
-bool
-catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege)
-{
-	Datum values[3] = {Int64GetDatum(object_id), ObjectIdGetDatum(role),
-					   privileges_datum(privilege)};
-	bool isnull;
-
-	execute(STMT_HAS_PRIVILEGE, values, NULL, 1);
-	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
 }
 
 /*

@@ -7,7 +7,7 @@
  *
  * Each statement file (catalog_objects.c, catalog_versions.c,
  * catalog_changes.c, catalog_access.c, catalog_storage.c, catalog_undo.c,
- * catalog_identity.c) defines the SQL
+ * catalog_identity.c, catalog_page_token.c) defines the SQL
  * of its own statements, indexed by these numbers, and runs them through
  * catalog_execute(), which prepares each once per backend and keeps it.
  */
@@ -30,13 +30,7 @@ typedef enum CatalogStatement
 	STMT_DELETE_SUBTREE,
 	STMT_MOVE_OBJECT,
 	STMT_LIST_CHILDREN,
-	STMT_LIST_CHILDREN_READABLE,
 	STMT_LIST_TABLES_WITH_DATA,
-	STMT_LIST_TABLES_WITH_DATA_READABLE,
-	STMT_LIST_ALL_TABLES,
-	STMT_LIST_ALL_TABLES_READABLE,
-	STMT_LIST_ALL_TABLES_WITH_DATA,
-	STMT_LIST_ALL_TABLES_WITH_DATA_READABLE,
 	STMT_LOOKUP_TABLES,
 	STMT_INSERT_VERSIONS,
 	STMT_MARK_TABLES_WITH_DATA,
@@ -57,7 +51,6 @@ typedef enum CatalogStatement
 	STMT_DELETE_VERSIONS,
 	STMT_TABLES_EXIST,
 	STMT_LIST_TABLE_LOCATIONS,
-	STMT_HAS_PRIVILEGE,
 	STMT_MAY_READ_PATH,
 	STMT_FORGET_ROLE_GRANTS,
 	STMT_FORGET_ROLE_KEYS,
@@ -82,6 +75,7 @@ typedef enum CatalogStatement
 	STMT_UNDO_FAILED,
 	STMT_VERSION_AT_LOCATION,
 	STMT_ADOPT_STORAGE,
+	STMT_PAGE_TOKEN_KEY,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 

@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
+#include "catalog_tree.h"
 
 /*
  * Properties travel between C and the catalog as text[] pairs: jsonb_object()
@@ -29,42 +30,6 @@
 	"id, kind = 'table', name, location, coalesce(declared, false), "                              \
 	"ARRAY(SELECT ARRAY[key, value] FROM pg_catalog.jsonb_each_text(properties)), "                \
 	"coalesce(location_derived, false)"
-
-/*
- * The objects role $N may read: those it (or a role whose privileges it
- * has) holds a grant on, and everything below them: the listings' filter.
- * A grant counts for the role it was made for, by OID and name (see
- * catalog_access.c).
- */
-#define READABLE_BY(role)                                                                          \
-	"(WITH RECURSIVE down(id) AS ("                                                                \
-	"   SELECT g.object_id FROM lance_catalog.grant g"                                             \
-	"    WHERE (g.role, g.role_name) IN (SELECT r.oid::pg_catalog.regrole, r.rolname"              \
-	"                                      FROM pg_catalog.pg_roles r"                             \
-	"                                     WHERE pg_catalog.pg_has_role(" role ", r.oid, 'USAGE'))" \
-	"   UNION"                                                                                     \
-	"   SELECT c.id FROM lance_catalog.object c JOIN down ON c.parent_id = down.id)"               \
-	" SELECT down.id FROM down)"
-
-/*
- * The listings, each with a filter: "" for a caller that reads everything
- * (an administrator, or one that can read the namespace), or the objects a
- * role may read.  Two statements rather than one with an OR, which would
- * keep the planner from the index order that a page needs.
- */
-#define LIST_CHILDREN(filter)                                                                      \
-	"SELECT name FROM lance_catalog.object"                                                        \
-	" WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"              \
-	"   AND name > $3" filter " ORDER BY name LIMIT $4"
-#define LIST_TABLES_WITH_DATA(filter)                                                              \
-	"SELECT name FROM lance_catalog.object"                                                        \
-	" WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2" filter               \
-	" ORDER BY name LIMIT $3"
-#define LIST_ALL_TABLES(with_data, filter)                                                         \
-	"SELECT p.id, " OBJECT_PATH " FROM ("                                                          \
-	"   SELECT id, parent_id, name FROM lance_catalog.object"                                      \
-	"    WHERE kind = 'table'" with_data " AND id > $1" filter "    ORDER BY id LIMIT $2) p"       \
-	" ORDER BY p.id"
 
 /* This file's statements, by their numbers (catalog_internal.h). */
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
@@ -126,25 +91,18 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_MOVE_OBJECT] = {"UPDATE lance_catalog.object SET parent_id = $2, name = $3 WHERE id = $1",
 						  3,
 						  {INT8OID, INT8OID, TEXTOID}},
-	[STMT_LIST_CHILDREN] = {LIST_CHILDREN(""), 4, {INT8OID, BOOLOID, TEXTOID, INT4OID}},
-	[STMT_LIST_CHILDREN_READABLE] = {LIST_CHILDREN(" AND id IN " READABLE_BY("$5")),
-									 5,
-									 {INT8OID, BOOLOID, TEXTOID, INT4OID, OIDOID}},
-	[STMT_LIST_TABLES_WITH_DATA] = {LIST_TABLES_WITH_DATA(""), 3, {INT8OID, TEXTOID, INT4OID}},
-	[STMT_LIST_TABLES_WITH_DATA_READABLE] = {LIST_TABLES_WITH_DATA(" AND id IN " READABLE_BY("$4")),
-											 4,
-											 {INT8OID, TEXTOID, INT4OID, OIDOID}},
-	[STMT_LIST_ALL_TABLES] = {LIST_ALL_TABLES("", ""), 2, {INT8OID, INT4OID}},
-	[STMT_LIST_ALL_TABLES_READABLE] = {LIST_ALL_TABLES("", " AND id IN " READABLE_BY("$3")),
-									   3,
-									   {INT8OID, INT4OID, OIDOID}},
-	[STMT_LIST_ALL_TABLES_WITH_DATA] = {LIST_ALL_TABLES(" AND NOT declared", ""),
-										2,
-										{INT8OID, INT4OID}},
-	[STMT_LIST_ALL_TABLES_WITH_DATA_READABLE] = {LIST_ALL_TABLES(" AND NOT declared",
-																 " AND id IN " READABLE_BY("$3")),
-												 3,
-												 {INT8OID, INT4OID, OIDOID}},
+	[STMT_LIST_CHILDREN] =
+		{"SELECT name FROM lance_catalog.object"
+		 " WHERE parent_id = $1 AND kind = CASE WHEN $2 THEN 'table' ELSE 'namespace' END"
+		 "   AND name > $3 ORDER BY name LIMIT $4",
+		 4,
+		 {INT8OID, BOOLOID, TEXTOID, INT4OID}},
+	[STMT_LIST_TABLES_WITH_DATA] =
+		{"SELECT name FROM lance_catalog.object"
+		 " WHERE parent_id = $1 AND kind = 'table' AND NOT declared AND name > $2"
+		 " ORDER BY name LIMIT $3",
+		 3,
+		 {INT8OID, TEXTOID, INT4OID}},
 	[STMT_LOOKUP_TABLES] =
 		{"SELECT e.ord, o.id, o.location, o.declared"
 		 "  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::text[]))"
@@ -351,7 +309,9 @@ catalog_move_object(int64 id, int64 new_parent_id, const char *new_name)
 
 /*
  * Names of the namespaces (or tables) directly under parent_id that sort
- * after `after`, in byte order, at most `limit` of them.
+ * after `after`, in byte order, at most `limit` of them; with a valid
+ * `reader`, those that role may read (found from its grants,
+ * catalog_tree.c, unless it may read the namespace).
  */
 int
 catalog_list_children(int64 parent_id, bool tables, bool include_declared, const char *after,
@@ -359,56 +319,32 @@ catalog_list_children(int64 parent_id, bool tables, bool include_declared, const
 {
 	int n;
 
+	if (OidIsValid(reader))
+	{
+		n = catalog_tree_children(parent_id, tables, include_declared, after, limit, reader, names);
+		if (n >= 0)
+			return n;
+		/* the reader may read the namespace: all of it */
+	}
 	if (tables && !include_declared)
 	{
-		Datum values[4] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
-						   Int32GetDatum(limit), ObjectIdGetDatum(reader)};
+		Datum values[3] = {Int64GetDatum(parent_id), CStringGetTextDatum(after),
+						   Int32GetDatum(limit)};
 
-		execute(OidIsValid(reader) ? STMT_LIST_TABLES_WITH_DATA_READABLE
-								   : STMT_LIST_TABLES_WITH_DATA,
-				values, NULL, 0);
+		execute(STMT_LIST_TABLES_WITH_DATA, values, NULL, 0);
 	}
 	else
 	{
-		Datum values[5] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
-						   CStringGetTextDatum(after), Int32GetDatum(limit),
-						   ObjectIdGetDatum(reader)};
+		Datum values[4] = {Int64GetDatum(parent_id), BoolGetDatum(tables),
+						   CStringGetTextDatum(after), Int32GetDatum(limit)};
 
-		execute(OidIsValid(reader) ? STMT_LIST_CHILDREN_READABLE : STMT_LIST_CHILDREN, values, NULL,
-				0);
+		execute(STMT_LIST_CHILDREN, values, NULL, 0);
 	}
 
 	n = (int)SPI_processed;
 	*names = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (n + 1));
 	for (int i = 0; i < n; i++)
 		(*names)[i] = catalog_result_text(i, 1);
-	return n;
-}
-
-/* Tables of the whole catalog with id above after_id, in id order, with their full ids. */
-int
-catalog_list_all_tables(bool include_declared, int64 after_id, int limit, Oid reader, int64 **ids,
-						LnId **paths)
-{
-	Datum values[3] = {Int64GetDatum(after_id), Int32GetDatum(limit), ObjectIdGetDatum(reader)};
-	int n;
-	bool isnull;
-
-	if (OidIsValid(reader))
-		execute(include_declared ? STMT_LIST_ALL_TABLES_READABLE
-								 : STMT_LIST_ALL_TABLES_WITH_DATA_READABLE,
-				values, NULL, 0);
-	else
-		execute(include_declared ? STMT_LIST_ALL_TABLES : STMT_LIST_ALL_TABLES_WITH_DATA, values,
-				NULL, 0);
-	n = (int)SPI_processed;
-	*ids = MemoryContextAlloc(catalog_result_cxt, sizeof(int64) * (n + 1));
-	*paths = MemoryContextAlloc(catalog_result_cxt, sizeof(LnId) * (n + 1));
-	for (int i = 0; i < n; i++)
-	{
-		(*ids)[i] = DatumGetInt64(catalog_result_datum(i, 1, &isnull));
-		(*paths)[i].len = catalog_result_text_array(i, 2, &(*paths)[i].names);
-	}
 	return n;
 }
 

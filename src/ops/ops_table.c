@@ -91,8 +91,10 @@ op_list_tables(const LnRequest *req, LnResponse *resp)
 
 /*
  * ListAllTables pages through tables in the order they were made; the page
- * token is the last table's internal number, so that tables renamed or
- * added while a caller pages are neither skipped nor repeated.
+ * token names the last table's internal number, so that tables renamed or
+ * added while a caller pages are neither skipped nor repeated.  The number
+ * is sealed (catalog_page_token): as it is, it would tell how many tables
+ * were made between two pages, those the caller may not see included.
  */
 void
 op_list_all_tables(const LnRequest *req, LnResponse *resp)
@@ -103,15 +105,9 @@ op_list_all_tables(const LnRequest *req, LnResponse *resp)
 	LnId *paths = NULL;
 	int n = 0;
 
-	if (req->page_token != NULL && req->page_token[0] != '\0')
-	{
-		char *end;
-
-		errno = 0;
-		after_id = strtoi64(req->page_token, &end, 10);
-		if (errno != 0 || *end != '\0' || after_id < 0)
-			ln_error(LN_INVALID_INPUT, "field \"page_token\" is not a token this catalog returned");
-	}
+	if (req->page_token != NULL && req->page_token[0] != '\0' &&
+		!catalog_page_token_position(req->page_token, &after_id))
+		ln_error(LN_INVALID_INPUT, "field \"page_token\" is not a token this catalog returned");
 
 	if (limit > 0)
 		n = catalog_list_all_tables(req->include_declared, after_id, limit + 1,
@@ -132,7 +128,7 @@ op_list_all_tables(const LnRequest *req, LnResponse *resp)
 	if (n > limit && limit > 0)
 	{
 		resp->fields |= LN_RESP_PAGE_TOKEN;
-		resp->page_token = psprintf(INT64_FORMAT, ids[limit - 1]);
+		resp->page_token = catalog_page_token(ids[limit - 1]);
 	}
 }
 

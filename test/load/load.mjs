@@ -625,16 +625,17 @@ async function writerMain(idx) {
       let bad = Array.isArray(tables) && tables.every((s) => typeof s === "string" && s !== "") ? null : `tables ${JSON.stringify(tables)}`;
       if (!bad && limit !== undefined && tables.length > limit) bad = `${tables.length} names for limit ${limit}`;
       if (!bad && resp.page_token !== undefined) {
-        if (tables.length !== (limit ?? 1000) || !/^\d+$/.test(resp.page_token)) bad = `page_token ${JSON.stringify(resp.page_token)} on a page of ${tables.length}`;
+        if (tables.length !== (limit ?? 1000) || !/^[0-9a-f]{32}$/.test(resp.page_token)) bad = `page_token ${JSON.stringify(resp.page_token)} on a page of ${tables.length}`;
       }
       if (bad) return fail("mismatch", op, via, req, `${bad}\n    answer: ${JSON.stringify(resp).slice(0, 1500)}`);
       const split = tables.map((s) => s.split(delimiter ?? "$"));
       for (const k of split) names.push(k);
       if (resp.page_token !== undefined) {
+        // a token seals the last table's id: the same table, the same token
         const last = split[split.length - 1].join("\u0000");
-        const id = idOf.get(last);
-        if (id !== undefined && String(id) !== resp.page_token)
-          return fail("mismatch", op, via, req, `page_token ${resp.page_token} after ${last.replace("\u0000", ".")}, whose id is ${id}`);
+        const before = pageTokens.get(last);
+        if (before !== undefined && before !== resp.page_token)
+          return fail("mismatch", op, via, req, `page_token ${resp.page_token} after ${last.replace("\u0000", ".")}, which had ${before}`);
         pageTokens.set(last, resp.page_token);
       }
       token = resp.page_token;
@@ -982,17 +983,25 @@ async function orchestrate() {
   if (listedNever.length) declProblems.push(`listed but never acknowledged: ${listedNever.slice(0, 10).join(" ")}`);
   check(`the declared tables (${declRows.length}) are exactly the acknowledged declarations`, declProblems.length ? declProblems.join("\n") : null);
 
-  // ListAllTables page tokens: the id of the page's last table
+  // ListAllTables page tokens name the page's last table (sealed: the next
+  // page starts at the first table made after it)
   const idRows = await conn2.query(
-    `SELECT n.name, o.name, o.id FROM lance_catalog.object o JOIN lance_catalog.object n ON n.id = o.parent_id WHERE o.kind = 'table'`,
+    `SELECT n.name, o.name, o.id FROM lance_catalog.object o JOIN lance_catalog.object n ON n.id = o.parent_id WHERE o.kind = 'table' ORDER BY o.id`,
   );
-  const ids = new Map(idRows.map(([a, b, id]) => [`${a}\u0000${b}`, id]));
+  const ids = new Map(idRows.map(([a, b, id]) => [`${a}\u0000${b}`, BigInt(id)]));
   const tokenProblems = [];
   let tokensN = 0;
   for (const r of results)
     for (const [k, tok] of r.pageTokens ?? []) {
       tokensN++;
-      if (ids.get(k) !== tok) tokenProblems.push(`${k.replace("\u0000", ".")}: token ${tok}, id ${ids.get(k)}`);
+      const id = ids.get(k);
+      if (id === undefined) continue; // dropped since
+      const next = idRows.find(([, , other]) => BigInt(other) > id);
+      const want = next ? `${next[0]}$${next[1]}` : "";
+      const [[got]] = await conn2.query(
+        `SELECT coalesce(lance_list_all_tables(${lit(JSON.stringify({ page_token: tok, limit: 1 }))}) -> 'tables' ->> 0, '')`,
+      );
+      if (got !== want) tokenProblems.push(`${k.replace("\u0000", ".")}: the page after token ${tok} starts at ${got || "nothing"}, not ${want || "nothing"}`);
     }
   check(`ListAllTables page tokens (${tokensN} distinct) name the page's last table`, tokenProblems.length ? tokenProblems.slice(0, 10).join("\n") : null);
   conn2.close();
