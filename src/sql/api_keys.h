@@ -7,6 +7,6 @@
 
 #include "postgres.h"
 
-extern Oid api_key_role(const char *key);
+extern Oid api_key_role(const char *key, bool *expired);
 
 #endif /* LN_API_KEYS_H */

@@ -13,6 +13,7 @@
 
 #include "postgres.h"
 
+#include "s3_client.h"
 #include "storage_fs.h"
 
 /*
@@ -73,7 +74,9 @@ extern void local_delete_branch_data(const char *location, const char *branch, b
 
 /* the S3 backend: storage_s3.c */
 extern bool s3_manages(const char *location);
-extern bool s3_options_for(const char *location, LnMap *options);
+extern void storage_check_vend(const S3Store *store, const LnMap *vend);
+extern bool s3_table_setting(const char *location, S3Store *store, char **key, char **setting,
+							 LnMap *options, LnMap *vend);
 extern void s3_check_manifest(const char *location, const char *branch, int64 version,
 							  bool v1_naming, const char *manifest_path, int64 size,
 							  ManifestCopy *copy);
