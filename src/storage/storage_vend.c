@@ -180,6 +180,17 @@ session_name(const char *key, bool write)
 	return out.data;
 }
 
+/* Free a cache entry and what it holds. */
+static void
+free_entry(CachedCredentials *c)
+{
+	pfree(c->identity);
+	pfree(c->credentials.access_key_id);
+	pfree(c->credentials.secret_access_key);
+	pfree(c->credentials.session_token);
+	pfree(c);
+}
+
 /* Forget expired entries; with the cache still full, the oldest one. */
 static void
 make_room(TimestampTz now)
@@ -194,7 +205,7 @@ make_room(TimestampTz now)
 		if (c->credentials.expires_at <= now)
 		{
 			*link = c->next;
-			pfree(c);
+			free_entry(c);
 			ncached--;
 			continue;
 		}
@@ -207,7 +218,7 @@ make_room(TimestampTz now)
 		CachedCredentials *c = *oldest;
 
 		*oldest = c->next;
-		pfree(c);
+		free_entry(c);
 		ncached--;
 	}
 }
@@ -264,7 +275,7 @@ sts_credentials(const S3Store *store, const char *setting, const char *key, cons
 		{
 			c = *link;
 			*link = c->next;
-			pfree(c);
+			free_entry(c);
 			ncached--;
 			break;
 		}
