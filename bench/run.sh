@@ -670,7 +670,7 @@ bench_client_syncs() {
 # lancedb.connect("s3://...") and the same storage options.
 bench_client_s3() {
 	say "(7) appends of the LanceDB client on S3, managed by the catalog vs plain S3"
-	local db="${DB}_s3" ctlport port key out rc=0 cat plain options i
+	local db="${DB}_s3" ctlport port key out rc=0 cat plain options vend i
 	S3_SERVER_PORT="$(find_free_port 9500)"
 	ctlport="$(find_free_port $((S3_SERVER_PORT + 1)))"
 	make_postgres_dir "$TMP_DIR/s3data" 700
@@ -688,11 +688,20 @@ bench_client_s3() {
 		return 0
 	fi
 	options="{\"aws_endpoint\": \"http://127.0.0.1:$S3_SERVER_PORT\", \"aws_region\": \"us-east-1\", \"aws_access_key_id\": \"S3RVER\", \"aws_secret_access_key\": \"S3RVER\", \"allow_http\": \"true\"}"
+	# 7a hands the client the store's keys (catalog_keys), the ones the plain
+	# table is opened with, so that the two differ by the catalog's commit
+	# alone; 7c compares DescribeTable vending temporary keys (sts) with none
+	vend="{\"mode\": \"sts\", \"role_arn\": \"arn:aws:iam::000000000000:role/lance-bench\", \"sts_endpoint\": \"http://127.0.0.1:$S3_SERVER_PORT\"}"
 	# a failure here must not lose the figures of benchmarks 1 to 6: the row says FAILED
 	if ! psql_db -d postgres -c "CREATE DATABASE $db" ||
-		! psql_db -d "$db" -v db="$db" -v options="$options" <<'SQL'
+		! psql_db -d "$db" -v db="$db" -v options="$options" -v vend="$vend" <<'SQL'
 CREATE EXTENSION lance_namespace;
-SELECT lance_set_storage(pg_catalog.jsonb_build_object('location', 's3://lake/bench', 'options', :'options'::jsonb));
+SELECT lance_set_storage(pg_catalog.jsonb_build_object('location', 's3://lake/bench', 'options', :'options'::jsonb, 'vend', '{"mode": "catalog_keys"}'::jsonb));
+SELECT lance_set_storage(pg_catalog.jsonb_build_object('location', 's3://lake/bsts', 'options', :'options'::jsonb, 'vend', :'vend'::jsonb));
+SELECT lance_set_storage(pg_catalog.jsonb_build_object('location', 's3://lake/bnone', 'options', :'options'::jsonb));
+SELECT lance_create_namespace('{"id": ["b7"]}');
+SELECT lance_register_table('{"id": ["b7", "sts"], "location": "s3://lake/bsts/t.lance"}');
+SELECT lance_register_table('{"id": ["b7", "none"], "location": "s3://lake/bnone/t.lance"}');
 ALTER DATABASE :"db" SET lance_namespace.root = 's3://lake/bench';
 SQL
 	then
@@ -737,6 +746,13 @@ SQL
 	compare_row 7a "LanceDB client appends on S3 ($APPENDS × 10 rows): managed via the catalog vs plain S3 table" \
 		s3_catalog s3_plain "appends/s" 0.8
 	((${#LAT_ROW[@]} == 0)) || row "${LAT_ROW[@]}"
+	# 7c: what handing out temporary credentials costs a DescribeTable once a
+	# backend keeps them (its first call asks the token service)
+	pgbench_variant vend_sts "$db" vend_describe_table "-D vend=sts"
+	pgbench_variant vend_none "$db" vend_describe_table "-D vend=none"
+	measure vend_sts vend_none
+	compare_row 7c "DescribeTable on S3 vending sts credentials (kept per backend) vs vending none" \
+		vend_sts vend_none "tps" 0.75 "≥ 0.75 (cost ≤ 1.33×)"
 }
 LAT_ROW=()
 

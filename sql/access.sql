@@ -288,6 +288,34 @@ SELECT lance_revoke_api_key(substr(:'reader_key', 1, 16)) AS revoked;
 SELECT lance_revoke_api_key(substr(:'reader_key', 1, 16)) AS revoked_again;
 SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
                                              jsonb_build_object('x-api-key', :'reader_key'));
+-- a key that expires works until then, and then answers 401 with code 16
+-- saying it expired; lance_list_api_keys shows when, and when it was last
+-- used, which a request notes at most once a minute
+SELECT lance_create_api_key('regress_ln_reader', '1 hour') AS hour_key \gset
+SELECT lance_create_api_key('regress_ln_reader', NULL) AS forever_key \gset
+SELECT lance_create_api_key('regress_ln_reader', '-1 minute');
+SELECT id = substr(:'hour_key', 1, 16) AS hour_key, expires_at - created_at AS valid_for,
+       last_used_at IS NULL AS unused
+  FROM lance_list_api_keys() WHERE id IN (substr(:'hour_key', 1, 16), substr(:'forever_key', 1, 16))
+ ORDER BY expires_at NULLS LAST;
+SET ROLE regress_ln_gateway;
+SELECT status FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+                              jsonb_build_object('x-api-key', :'hour_key'));
+RESET ROLE;
+SELECT last_used_at = created_at AS unused, last_used_at IS NOT NULL AS used
+  FROM lance_list_api_keys() WHERE id = substr(:'hour_key', 1, 16);
+SELECT xmin AS noted FROM lance_catalog.api_key WHERE id = substr(:'hour_key', 1, 16) \gset
+SET ROLE regress_ln_gateway;
+SELECT status FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+                              jsonb_build_object('x-api-key', :'hour_key'));
+RESET ROLE;
+SELECT xmin = :'noted' AS not_written_again FROM lance_catalog.api_key WHERE id = substr(:'hour_key', 1, 16);
+UPDATE lance_catalog.api_key SET expires_at = now() - interval '1 second' WHERE id = substr(:'hour_key', 1, 16);
+SET ROLE regress_ln_gateway;
+SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
+                                             jsonb_build_object('x-api-key', :'hour_key'));
+RESET ROLE;
+SELECT lance_revoke_api_key(:'hour_key') AND lance_revoke_api_key(:'forever_key') AS revoked;
 -- an administrator that is no superuser manages keys, but not a superuser's
 SET ROLE regress_ln_admin;
 SELECT lance_create_api_key('regress_ln_writer') AS writer_key \gset

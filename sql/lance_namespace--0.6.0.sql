@@ -481,7 +481,11 @@ CREATE TABLE lance_catalog.api_key (
     created_by  regrole,
     created_at  timestamptz NOT NULL DEFAULT now(),
     -- (0.5.0) the role's name when the key was made: see grant.role_name
-    role_name   name NOT NULL
+    role_name   name NOT NULL,
+    -- (0.6.0) when the key stops working (NULL: never), and when it was last
+    -- used (kept to the minute: a hot key does not write on every request)
+    expires_at   timestamptz,
+    last_used_at timestamptz
 );
 
 COMMENT ON TABLE lance_catalog.api_key IS 'lance_namespace: API keys (hashed) and the roles they act as';
@@ -514,20 +518,27 @@ CREATE FUNCTION lance_list_grants(request jsonb) RETURNS jsonb
 -- the key once; the catalog keeps its hash.
 CREATE FUNCTION lance_create_api_key(role name) RETURNS text
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT;
+-- (0.6.0) A key that expires after valid_for (NULL: never).
+CREATE FUNCTION lance_create_api_key(role name, valid_for interval) RETURNS text
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 -- Revoke a key by its id ("lnk_" and 12 hex digits), or by the key itself;
 -- true if there was one.
 CREATE FUNCTION lance_revoke_api_key(key_prefix_or_id text) RETURNS boolean
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT;
--- The keys, never the keys themselves: id, role, who made it and when.
+-- The keys, never the keys themselves: id, role, who made it and when,
+-- when it expires and when it was last used (to the minute).
 CREATE FUNCTION lance_list_api_keys(
-    OUT id text, OUT role regrole, OUT created_by regrole, OUT created_at timestamptz)
+    OUT id text, OUT role regrole, OUT created_by regrole, OUT created_at timestamptz,
+    OUT expires_at timestamptz, OUT last_used_at timestamptz)
 RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
 
-REVOKE EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text),
-    lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_revoke_api_key(text),
-    lance_list_api_keys(), lance_process_drops(), lance_sweep_leftovers() TO lance_admin;
+REVOKE EXECUTE ON FUNCTION lance_create_api_key(name), lance_create_api_key(name, interval),
+    lance_revoke_api_key(text), lance_list_api_keys(), lance_process_drops(),
+    lance_sweep_leftovers() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_create_api_key(name), lance_create_api_key(name, interval),
+    lance_revoke_api_key(text), lance_list_api_keys(), lance_process_drops(),
+    lance_sweep_leftovers() TO lance_admin;
 
 -- Retrying failed drops (0.5.0): lance_retry_drops() queues every DropTable
 -- that the drop processor failed again (for the worker or
@@ -546,7 +557,10 @@ CREATE TABLE lance_catalog.storage (
     location    text COLLATE "C" PRIMARY KEY,
     options     jsonb NOT NULL,
     set_by      regrole,
-    set_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+    set_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- (0.6.0) what callers are handed: {"mode": "none" | "keys" | "sts" |
+    -- "catalog_keys", ...}, secrets of "keys" included (see the README)
+    vend        jsonb NOT NULL DEFAULT '{"mode": "none"}'
 );
 
 COMMENT ON TABLE lance_catalog.storage IS 'lance_namespace: object store settings by location prefix';
@@ -578,7 +592,8 @@ CREATE TABLE lance_catalog.storage_undo (
 COMMENT ON TABLE lance_catalog.storage_undo IS 'lance_namespace: storage undo of rollbacks still to do';
 
 -- Set (or replace) the setting of a location prefix: {"location":
--- "s3://bucket/prefix", "options": {"aws_endpoint": ..., ...}}.
+-- "s3://bucket/prefix", "options": {"aws_endpoint": ..., ...}, "vend":
+-- {"mode": ...}}.
 CREATE FUNCTION lance_set_storage(request jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 -- Remove it: {"location": "s3://bucket/prefix"}.

@@ -10,8 +10,10 @@ CREATE ROLE regress_st_admin IN ROLE lance_admin;
 CREATE ROLE regress_st_reader;
 CREATE ROLE regress_st_none;
 
--- a setting; the answer and the listing hide its secrets
-SELECT lance_set_storage('{"location": "s3://lake/cat/", "options": {"aws_endpoint": "http://127.0.0.1:1", "aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SECRET-1", "aws_session_token": "TOKEN-1", "allow_http": true}}') AS set;
+-- a setting; the answer and the listing hide its secrets.  This one hands
+-- callers the catalog's own keys (catalog_keys, what 0.5.0 did), which only
+-- a setting that names that mode does; the next one, without "vend", none.
+SELECT lance_set_storage('{"location": "s3://lake/cat/", "options": {"aws_endpoint": "http://127.0.0.1:1", "aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SECRET-1", "aws_session_token": "TOKEN-1", "allow_http": true}, "vend": {"mode": "catalog_keys"}}') AS set;
 SELECT lance_set_storage('{"location": "s3://lake/cat/deep", "options": {"aws_endpoint": "http://127.0.0.1:2", "aws_access_key_id": "AK2", "aws_secret_access_key": "SECRET-2", "allow_http": "true"}}') AS set;
 -- secrets are known in any case, and for other stores too
 SELECT lance_set_storage('{"location": "s3://lake/upper", "options": {"AWS_ACCESS_KEY_ID": "AK4", "AWS_SECRET_ACCESS_KEY": "SECRET-5", "azure_storage_account_key": "SECRET-6", "google_service_account_key": "SECRET-7", "aws_access_key_id": "AK4", "aws_secret_access_key": "SECRET-5"}}') -> 'options' AS hidden;
@@ -189,9 +191,62 @@ SELECT lance_set_storage('{"location": "s3://lake/later", "options": {}}') ->> '
 SELECT lance_set_storage('{"location": "s3://lake/later", "options": {}, "take_over": true}') ->> 'location' AS set;
 SELECT lance_remove_storage('{"location": "s3://lake/later"}') ->> 'location' AS removed;
 
+-- What callers are handed (vend).  Every mode hands out where the store is
+-- (region, endpoint), so that no client probes a cloud metadata address;
+-- "none" (a setting without "vend") nothing more, "keys" the pair of the
+-- caller's privilege on the table (write or manage: "write"), "sts"
+-- temporary keys of the token service, signed for with the setting's keys.
+SELECT lance_set_storage('{"location": "s3://vend/none", "options": {"aws_access_key_id": "CAT", "aws_secret_access_key": "CATSECRET"}}') -> 'vend' AS vend;
+SELECT lance_set_storage('{"location": "s3://vend/keys", "options": {"aws_endpoint": "https://minio.example:9000", "aws_access_key_id": "CAT", "aws_secret_access_key": "CATSECRET"}, "vend": {"mode": "keys", "read": {"aws_access_key_id": "RK", "aws_secret_access_key": "RSECRET"}, "write": {"aws_access_key_id": "WK", "aws_secret_access_key": "WSECRET"}}}') -> 'vend' AS vend;
+SELECT lance_set_storage('{"location": "s3://vend/sts", "options": {"aws_endpoint": "http://127.0.0.1:1", "allow_http": "true", "aws_access_key_id": "CAT", "aws_secret_access_key": "CATSECRET"}, "vend": {"mode": "sts", "role_arn": "arn:aws:iam::123456789012:role/lance", "sts_endpoint": "http://127.0.0.1:1", "external_id": "EXTERNAL-1", "duration_seconds": 1800}}') -> 'vend' AS vend;
+SELECT lance_create_namespace('{"id": ["vend"]}') ? 'transaction_id' AS created;
+SELECT lance_register_table(jsonb_build_object('id', jsonb_build_array('vend', m), 'location', 's3://vend/' || m || '/t.lance')) ? 'location' AS registered
+  FROM unnest(ARRAY['none', 'keys', 'sts']) m;
+CREATE ROLE regress_st_vread;
+CREATE ROLE regress_st_vwrite;
+SELECT lance_grant('{"id": ["vend"], "role": "regress_st_vread", "privilege": "read"}') ->> 'changed' AS granted;
+SELECT lance_grant('{"id": ["vend", "keys"], "role": "regress_st_vwrite", "privilege": "write"}') ->> 'changed' AS granted;
+SET ROLE regress_st_vread;
+SELECT lance_describe_table('{"id": ["vend", "none"]}') -> 'storage_options' AS reader_none;
+SELECT lance_describe_table('{"id": ["vend", "keys"]}') -> 'storage_options' AS reader_keys;
+RESET ROLE;
+SET ROLE regress_st_vwrite;
+SELECT lance_describe_table('{"id": ["vend", "keys"]}') -> 'storage_options' AS writer_keys;
+RESET ROLE;
+-- an administrator may write: the writers' pair
+SELECT lance_describe_table('{"id": ["vend", "keys"]}') -> 'storage_options' ->> 'aws_access_key_id' AS admin_keys;
+-- sts: a token service that cannot be reached is 17 (test/node/s3 reaches
+-- one); asking for no credentials asks it nothing
+SELECT pg_temp.outcome($$SELECT lance_describe_table('{"id": ["vend", "sts"]}')$$) AS unreachable;
+SELECT lance_describe_table('{"id": ["vend", "sts"], "vend_credentials": false}') -> 'storage_options' AS none_asked;
+-- the listing shows each mode and no secret: not the pairs', nor the external id
+SELECT s -> 'location' AS location, s -> 'vend' AS vend
+  FROM jsonb_array_elements(lance_list_storage() -> 'storage') s
+ WHERE s ->> 'location' LIKE 's3://vend/%' ORDER BY 1;
+-- vend members each mode takes, and only those: LN013
+SELECT pg_temp.outcome(format('SELECT lance_set_storage(%L)', jsonb_build_object('location', 's3://vend/x', 'options', '{"aws_access_key_id": "CAT", "aws_secret_access_key": "CATSECRET"}'::jsonb, 'vend', v))) AS refused, v AS vend
+  FROM unnest(ARRAY['"none"', '{}', '{"mode": "aws"}', '{"mode": "none", "role_arn": "arn:x"}',
+                    '{"mode": "keys", "read": {"aws_access_key_id": "R", "aws_secret_access_key": "S"}}',
+                    '{"mode": "keys", "read": {"aws_access_key_id": "R"}, "write": {"aws_access_key_id": "W", "aws_secret_access_key": "S"}}',
+                    '{"mode": "keys", "read": {"aws_region": "x"}, "write": {"aws_access_key_id": "W", "aws_secret_access_key": "S"}}',
+                    '{"mode": "keys", "read": "RK", "write": {}}',
+                    '{"mode": "sts"}', '{"mode": "sts", "role_arn": "lance"}',
+                    '{"mode": "sts", "role_arn": "arn:aws:iam::1:role/r", "duration_seconds": 60}',
+                    '{"mode": "sts", "role_arn": "arn:aws:iam::1:role/r", "duration_seconds": "900"}',
+                    '{"mode": "sts", "role_arn": "arn:aws:iam::1:role/r", "sts_endpoint": "ftp://sts"}',
+                    '{"mode": "sts", "role_arn": "arn:aws:iam::1:role/r", "sts_endpoint": "http://sts"}',
+                    '{"mode": "catalog_keys", "read": {}}']::jsonb[]) v;
+-- sts signs with the setting's own keys: a setting without keys cannot use it
+SELECT pg_temp.outcome($$SELECT lance_set_storage('{"location": "s3://vend/x", "options": {}, "vend": {"mode": "sts", "role_arn": "arn:aws:iam::1:role/r"}}')$$) AS no_keys;
+SELECT lance_drop_namespace('{"id": ["vend"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
+SELECT count(*) AS removed
+  FROM unnest(ARRAY['none', 'keys', 'sts']) m,
+       LATERAL lance_remove_storage(jsonb_build_object('location', 's3://vend/' || m)) s;
+DROP ROLE regress_st_vread, regress_st_vwrite;
+
 -- no secret reaches the change log
 SELECT count(*) AS entries_with_secrets
-  FROM lance_changes(0, 100000) c WHERE c::text ~ 'SECRET|TOKEN';
+  FROM lance_changes(0, 100000) c WHERE c::text ~ 'SECRET|TOKEN|EXTERNAL';
 
 -- clean up
 SELECT lance_drop_namespace('{"id": ["st"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;

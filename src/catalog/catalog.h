@@ -15,6 +15,7 @@
 #include "catalog_types.h"
 
 #include "datatype/timestamp.h"
+#include "utils/jsonb.h"
 
 /* The catalog session (catalog.c) */
 extern void catalog_begin(void);
@@ -115,26 +116,29 @@ extern void catalog_rename_role(Oid role, const char *old_name, const char *new_
 extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);
 extern bool catalog_delete_grant(int64 object_id, Oid role, LnPrivilege privilege);
 extern int catalog_list_grants(int64 object_id, char ***roles, char ***privileges);
-extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by);
-extern Oid catalog_authenticate(const char *id, const char *key);
+extern void catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by,
+								   const Interval *valid_for);
+extern Oid catalog_authenticate(const char *id, const char *key, bool *expired);
 extern bool catalog_delete_api_key(const char *id);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
-								 TimestampTz **created_at);
+								 TimestampTz **created_at, TimestampTz **expires_at,
+								 TimestampTz **last_used_at);
 
 /* Page tokens that name a position without telling it (catalog_page_token.c) */
 extern char *catalog_page_token(int64 position);
 extern bool catalog_page_token_position(const char *token, int64 *position);
 
 /* Storage settings (storage_settings.c, storage.c; catalog_storage.c) */
-extern void catalog_set_storage(const char *location, const LnMap *options, Oid set_by);
+extern void catalog_set_storage(const char *location, const LnMap *options, Jsonb *vend,
+								Oid set_by);
 extern bool catalog_remove_storage(const char *location);
-extern int catalog_list_storage(char ***locations, LnMap **options);
+extern int catalog_list_storage(char ***locations, LnMap **options, char ***vends);
 extern bool catalog_folders_shared_below(const char *folder, char **a, char **b, char **a_id,
 										 char **b_id);
 extern char *catalog_storage_below(const char *folder);
 extern int catalog_tables_coming_under(const char *folder, int limit, char ***ids);
 extern int catalog_namespaces_located_near(const char *folder, int limit, char ***ids);
-extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options);
+extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options, LnMap *vend);
 
 /* The catalog of record for its tables' storage (catalog_identity.c) */
 extern bool catalog_is_of_record(void);

@@ -13,6 +13,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
@@ -118,18 +120,32 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						  {INT8OID}},
 	[STMT_INSERT_API_KEY] =
 		{"INSERT INTO lance_catalog.api_key"
-		 "       (id, role, key_hash, created_by, role_name)"
+		 "       (id, role, key_hash, created_by, role_name, expires_at)"
 		 " VALUES ($1, $2::pg_catalog.regrole, pg_catalog.sha256($3),"
 		 "         $4::pg_catalog.regrole,"
-		 "         (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = $2))",
-		 4,
-		 {TEXTOID, OIDOID, BYTEAOID, OIDOID}},
+		 "         (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = $2),"
+		 "         pg_catalog.now() + $5)",
+		 5,
+		 {TEXTOID, OIDOID, BYTEAOID, OIDOID, INTERVALOID}},
+	/*
+	 * The use of a key, kept to the minute; a request that finds the row
+	 * locked (another request of the same key writing it) leaves it.
+	 */
+	[STMT_TOUCH_API_KEY] = {"UPDATE lance_catalog.api_key SET last_used_at = pg_catalog.now()"
+							" WHERE id = (SELECT k.id FROM lance_catalog.api_key k WHERE k.id = $1"
+							"               AND (k.last_used_at IS NULL"
+							"                    OR k.last_used_at < pg_catalog.now() - '1 "
+							"minute'::pg_catalog.interval)"
+							"               FOR UPDATE SKIP LOCKED)",
+							1,
+							{TEXTOID}},
 	/* a key whose role was dropped since is no key */
 	[STMT_DELETE_API_KEY] = {"DELETE FROM lance_catalog.api_key WHERE id = $1 RETURNING 1",
 							 1,
 							 {TEXTOID}},
 	[STMT_LIST_API_KEYS] =
-		{"SELECT id, role::pg_catalog.oid, created_by::pg_catalog.oid, created_at"
+		{"SELECT id, role::pg_catalog.oid, created_by::pg_catalog.oid, created_at, expires_at,"
+		 "       last_used_at"
 		 "  FROM lance_catalog.api_key ORDER BY created_at, id",
 		 0,
 		 {InvalidOid}},
@@ -244,22 +260,37 @@ catalog_list_grants(int64 object_id, char ***roles, char ***privileges)
 	return n;
 }
 
-/* Keep API key `id` for `role`; the catalog stores only the hash of `key`. */
+/*
+ * Keep API key `id` for `role`; the catalog stores only the hash of `key`.
+ * It expires `valid_for` from now (NULL: never).
+ */
 void
-catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by)
+catalog_insert_api_key(const char *id, const char *key, Oid role, Oid created_by,
+					   const Interval *valid_for)
 {
-	Datum values[4] = {CStringGetTextDatum(id), ObjectIdGetDatum(role),
-					   PointerGetDatum(cstring_to_text(key)), ObjectIdGetDatum(created_by)};
+	Datum values[5] = {CStringGetTextDatum(id), ObjectIdGetDatum(role),
+					   PointerGetDatum(cstring_to_text(key)), ObjectIdGetDatum(created_by),
+					   PointerGetDatum(valid_for)};
+	char nulls[5] = {' ', ' ', ' ', ' ', valid_for ? ' ' : 'n'};
 
-	execute(STMT_INSERT_API_KEY, values, NULL, 0);
+	execute(STMT_INSERT_API_KEY, values, nulls, 0);
 }
 
-/* The role API key `key` (whose id is `id`) acts as, or InvalidOid if there is no such key. */
+/*
+ * The role API key `key` (whose id is `id`) acts as, or InvalidOid if there
+ * is no such key or it has expired (*expired says which).  A key in use has
+ * its last use noted, at most once a minute, and not where nothing may be
+ * written (a standby, a read-only transaction).
+ */
 Oid
-catalog_authenticate(const char *id, const char *key)
+catalog_authenticate(const char *id, const char *key, bool *expired)
 {
 	uint8 hash[PG_SHA256_DIGEST_LENGTH];
 	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	TimestampTz expires_at = DT_NOBEGIN;
+	TimestampTz last_used_at = DT_NOBEGIN;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	Oid role;
 
 	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
 		pg_cryptohash_update(ctx, (const uint8 *)key, strlen(key)) < 0 ||
@@ -267,7 +298,23 @@ catalog_authenticate(const char *id, const char *key)
 		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
 	pg_cryptohash_free(ctx);
 	catalog_check_schema_version();
-	return catalog_index_authenticate(id, hash, sizeof(hash));
+	*expired = false;
+	role = catalog_index_authenticate(id, hash, sizeof(hash), &expires_at, &last_used_at);
+	if (!OidIsValid(role))
+		return InvalidOid;
+	if (expires_at != DT_NOBEGIN && expires_at <= GetCurrentTimestamp())
+	{
+		*expired = true;
+		return InvalidOid;
+	}
+	if ((last_used_at == DT_NOBEGIN || last_used_at < now - 60 * USECS_PER_SEC) &&
+		!RecoveryInProgress() && !XactReadOnly)
+	{
+		Datum values[1] = {CStringGetTextDatum(id)};
+
+		execute(STMT_TOUCH_API_KEY, values, NULL, 0);
+	}
+	return role;
 }
 
 /* Forget API key `id`; false if there was none. */
@@ -282,7 +329,8 @@ catalog_delete_api_key(const char *id)
 
 /* Every API key: ids, roles, who made each and when (never a key). */
 int
-catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **created_at)
+catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **created_at,
+					  TimestampTz **expires_at, TimestampTz **last_used_at)
 {
 	int n;
 	bool isnull;
@@ -293,6 +341,8 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 	*roles = MemoryContextAlloc(catalog_result_cxt, sizeof(Oid) * (n + 1));
 	*created_by = MemoryContextAlloc(catalog_result_cxt, sizeof(Oid) * (n + 1));
 	*created_at = MemoryContextAlloc(catalog_result_cxt, sizeof(TimestampTz) * (n + 1));
+	*expires_at = MemoryContextAlloc(catalog_result_cxt, sizeof(TimestampTz) * (n + 1));
+	*last_used_at = MemoryContextAlloc(catalog_result_cxt, sizeof(TimestampTz) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
 		(*ids)[i] = catalog_result_text(i, 1);
@@ -301,6 +351,12 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 		if (isnull)
 			(*created_by)[i] = InvalidOid;
 		(*created_at)[i] = DatumGetTimestampTz(catalog_result_datum(i, 4, &isnull));
+		(*expires_at)[i] = DatumGetTimestampTz(catalog_result_datum(i, 5, &isnull));
+		if (isnull)
+			(*expires_at)[i] = DT_NOBEGIN;
+		(*last_used_at)[i] = DatumGetTimestampTz(catalog_result_datum(i, 6, &isnull));
+		if (isnull)
+			(*last_used_at)[i] = DT_NOBEGIN;
 	}
 	return n;
 }

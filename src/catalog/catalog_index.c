@@ -83,17 +83,21 @@ enum
 	KEY_ROLE,
 	KEY_HASH,
 	KEY_ROLE_NAME,
+	KEY_EXPIRES_AT,
+	KEY_LAST_USED_AT,
 	KEY_NCOLUMNS
 };
-static const char *const api_key_columns[KEY_NCOLUMNS] = {"id", "role", "key_hash", "role_name"};
+static const char *const api_key_columns[KEY_NCOLUMNS] = {
+	"id", "role", "key_hash", "role_name", "expires_at", "last_used_at"};
 
 enum
 {
 	STO_LOCATION,
 	STO_OPTIONS,
+	STO_VEND,
 	STO_NCOLUMNS
 };
-static const char *const storage_columns[STO_NCOLUMNS] = {"location", "options"};
+static const char *const storage_columns[STO_NCOLUMNS] = {"location", "options", "vend"};
 
 static struct
 {
@@ -403,10 +407,12 @@ catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out, 
 /*
  * The role API key `id` acts as, if the key's SHA-256 is `hash` and the
  * role still exists; InvalidOid otherwise.  The hashes are compared in
- * constant time.
+ * constant time.  A key found also answers when it expires and when it was
+ * last used (DT_NOBEGIN: never, no expiry).
  */
 Oid
-catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
+catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len, TimestampTz *expires_at,
+						   TimestampTz *last_used_at)
 {
 	Snapshot snapshot = begin_lookup(LOOKUP_API_KEY);
 	Relation api_key = table_open(rels.api_key, NoLock);
@@ -442,7 +448,13 @@ catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len)
 
 			/* the key's role, not one made since under its OID */
 			if (!isnull && catalog_index_role_is(key_role, NameStr(*DatumGetName(name))))
+			{
 				role = key_role;
+				d = heap_getattr(tuple, rels.api_key_attnum[KEY_EXPIRES_AT], desc, &isnull);
+				*expires_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+				d = heap_getattr(tuple, rels.api_key_attnum[KEY_LAST_USED_AT], desc, &isnull);
+				*last_used_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			}
 		}
 	}
 	systable_endscan(scan);
@@ -691,6 +703,7 @@ typedef struct StorageSetting
 	char *location;
 	size_t len;
 	Jsonb *options; /* NULL: none */
+	Jsonb *vend;	/* how callers are handed credentials */
 } StorageSetting;
 
 static struct
@@ -761,6 +774,15 @@ keep_settings(Snapshot snapshot, Relation storage, MemoryContext cxt)
 			settings[n].options = DatumGetJsonbPCopy(d);
 			MemoryContextSwitchTo(old);
 		}
+		d = heap_getattr(tuple, rels.storage_attnum[STO_VEND], desc, &isnull);
+		settings[n].vend = NULL;
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			settings[n].vend = DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
 		n++;
 	}
 	systable_endscan(scan);
@@ -791,14 +813,16 @@ find_kept_setting(const char *folder)
 /*
  * The storage setting that covers folder key `folder`: the one whose
  * location is the folder or, failing that, the longest folder above it (a
- * prefix that ends where the folder has a '/').  Its location and its
- * options (by name, in byte order) are allocated in `cxt`.  False if no
+ * prefix that ends where the folder has a '/').  Its location, its options
+ * and its vend members (by name, in byte order; a member that is an object
+ * as its JSON text) are allocated in `cxt`.  False if no
  * setting covers the folder.  From the kept settings, or, with too many to
  * keep, by one primary key probe per candidate, longest first: a folder has
  * as many as it has slashes after its scheme's.
  */
 bool
-catalog_index_find_storage(const char *folder, char **location, LnMap *options, MemoryContext cxt)
+catalog_index_find_storage(const char *folder, char **location, LnMap *options, LnMap *vend,
+						   MemoryContext cxt)
 {
 	Snapshot snapshot = begin_lookup(LOOKUP_STORAGE);
 	Relation storage = table_open(rels.storage, NoLock);
@@ -819,6 +843,7 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 		{
 			*location = MemoryContextStrdup(cxt, setting->location);
 			*options = setting_options(setting->options, cxt);
+			*vend = setting_options(setting->vend, cxt);
 		}
 		table_close(storage, NoLock);
 		end_lookup();
@@ -851,6 +876,9 @@ catalog_index_find_storage(const char *folder, char **location, LnMap *options, 
 			*location = text_column(tuple, RelationGetDescr(storage),
 									rels.storage_attnum[STO_LOCATION], cxt);
 			*options = setting_options(isnull ? NULL : DatumGetJsonbP(d), cxt);
+			d = heap_getattr(tuple, rels.storage_attnum[STO_VEND], RelationGetDescr(storage),
+							 &isnull);
+			*vend = setting_options(isnull ? NULL : DatumGetJsonbP(d), cxt);
 		}
 		systable_endscan(scan);
 		/* the next candidate: the folder above, cut at the last '/' before len */

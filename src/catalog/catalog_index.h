@@ -9,6 +9,8 @@
 #ifndef LN_CATALOG_INDEX_H
 #define LN_CATALOG_INDEX_H
 
+#include "datatype/timestamp.h"
+
 #include "../common/types.h"
 #include "catalog_types.h"
 
@@ -25,12 +27,13 @@ extern bool catalog_index_find_child(int64 parent_id, const char *name, CatalogC
 									 MemoryContext cxt);
 extern bool catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out,
 									 MemoryContext cxt);
-extern Oid catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len);
+extern Oid catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len,
+									  TimestampTz *expires_at, TimestampTz *last_used_at);
 extern int catalog_index_find_table(int64 grandparent_id, const char *ns_name,
 									const char *table_name, CatalogChild *table, int limit,
 									LnTableVersion **versions, int *nversions, MemoryContext cxt);
 extern bool catalog_index_find_storage(const char *folder, char **location, LnMap *options,
-									   MemoryContext cxt);
+									   LnMap *vend, MemoryContext cxt);
 extern void catalog_index_forget_storage(void);
 extern bool catalog_index_role_is(Oid role, const char *name);
 

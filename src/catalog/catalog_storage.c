@@ -15,6 +15,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 
 #include "catalog.h"
 #include "catalog_index.h"
@@ -23,16 +24,18 @@
 /* This file's statements, by their numbers (catalog_internal.h). */
 static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_SET_STORAGE] =
-		{"INSERT INTO lance_catalog.storage (location, options, set_by)"
-		 " VALUES ($1, pg_catalog.jsonb_object($2, $3), $4::pg_catalog.regrole)"
+		{"INSERT INTO lance_catalog.storage (location, options, set_by, vend)"
+		 " VALUES ($1, pg_catalog.jsonb_object($2, $3), $4::pg_catalog.regrole, $5)"
 		 " ON CONFLICT (location) DO UPDATE"
-		 "   SET options = excluded.options, set_by = excluded.set_by, set_at = pg_catalog.now()",
-		 4,
-		 {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID}},
+		 "   SET options = excluded.options, set_by = excluded.set_by, set_at = pg_catalog.now(),"
+		 "       vend = excluded.vend",
+		 5,
+		 {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, JSONBOID}},
 	[STMT_REMOVE_STORAGE] = {"DELETE FROM lance_catalog.storage WHERE location = $1 RETURNING 1",
 							 1,
 							 {TEXTOID}},
-	[STMT_LIST_STORAGE] = {"SELECT s.location, o.key, o.value FROM lance_catalog.storage s"
+	[STMT_LIST_STORAGE] = {"SELECT s.location, o.key, o.value, s.vend::pg_catalog.text"
+						   "  FROM lance_catalog.storage s"
 						   "  LEFT JOIN LATERAL pg_catalog.jsonb_each_text(s.options) o ON true"
 						   " ORDER BY s.location, o.key COLLATE \"C\"",
 						   0,
@@ -110,13 +113,17 @@ execute(CatalogStatement stmt, Datum *values, const char *nulls, long limit)
 	return catalog_execute(stmt, &statement_defs[stmt], values, nulls, limit);
 }
 
-/* Keep the storage setting of `location` (a folder key), replacing one there was. */
+/*
+ * Keep the storage setting of `location` (a folder key), replacing one there
+ * was; `vend` is how its tables' callers are handed credentials.
+ */
 void
-catalog_set_storage(const char *location, const LnMap *options, Oid set_by)
+catalog_set_storage(const char *location, const LnMap *options, Jsonb *vend, Oid set_by)
 {
-	Datum values[4] = {
-		CStringGetTextDatum(location), catalog_text_array_datum(options->keys, options->len),
-		catalog_text_array_datum(options->values, options->len), ObjectIdGetDatum(set_by)};
+	Datum values[5] = {CStringGetTextDatum(location),
+					   catalog_text_array_datum(options->keys, options->len),
+					   catalog_text_array_datum(options->values, options->len),
+					   ObjectIdGetDatum(set_by), JsonbPGetDatum(vend)};
 
 	execute(STMT_SET_STORAGE, values, NULL, 0);
 	catalog_index_forget_storage();
@@ -133,13 +140,17 @@ catalog_remove_storage(const char *location)
 	return SPI_processed > 0;
 }
 
-/* Gather rows (location, key, value) of one location or many into settings. */
+/*
+ * Gather rows (location, key, value, vend) of one location or many into
+ * settings; a setting's vend as its JSON text.
+ */
 static int
-gather_settings(char ***locations, LnMap **options)
+gather_settings(char ***locations, LnMap **options, char ***vends)
 {
 	int n = 0;
 
 	*locations = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (SPI_processed + 1));
+	*vends = MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (SPI_processed + 1));
 	*options = MemoryContextAllocZero(catalog_result_cxt, sizeof(LnMap) * (SPI_processed + 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -150,6 +161,7 @@ gather_settings(char ***locations, LnMap **options)
 		if (n == 0 || strcmp((*locations)[n - 1], location) != 0)
 		{
 			(*locations)[n] = location;
+			(*vends)[n] = catalog_result_text(i, 4);
 			(*options)[n].keys =
 				MemoryContextAlloc(catalog_result_cxt, sizeof(char *) * (SPI_processed + 1));
 			(*options)[n].values =
@@ -165,23 +177,27 @@ gather_settings(char ***locations, LnMap **options)
 	return n;
 }
 
-/* Every storage setting, by location, with its options (secrets included). */
+/*
+ * Every storage setting, by location, with its options and its vend (JSON
+ * text), secrets included.
+ */
 int
-catalog_list_storage(char ***locations, LnMap **options)
+catalog_list_storage(char ***locations, LnMap **options, char ***vends)
 {
 	execute(STMT_LIST_STORAGE, NULL, NULL, 0);
-	return gather_settings(locations, options);
+	return gather_settings(locations, options, vends);
 }
 
 /*
  * The storage setting that covers folder key `folder` (location_folder_key):
- * the longest prefix that has one.  False if none does.
+ * the longest prefix that has one, its options and its vend members.  False
+ * if none does.
  */
 bool
-catalog_find_storage(const char *folder, char **prefix, LnMap *options)
+catalog_find_storage(const char *folder, char **prefix, LnMap *options, LnMap *vend)
 {
 	catalog_check_schema_version();
-	return catalog_index_find_storage(folder, prefix, options, catalog_result_cxt);
+	return catalog_index_find_storage(folder, prefix, options, vend, catalog_result_cxt);
 }
 
 /*

@@ -297,7 +297,12 @@ request_role(const LnMap *headers, char **key_id)
 		key = authorization + 7 + strspn(authorization + 7, " ");
 	if (key != NULL)
 	{
-		role = api_key_role(key, key_id);
+		bool expired;
+
+		role = api_key_role(key, key_id, &expired);
+		if (expired)
+			ln_error_detail(LN_UNAUTHENTICATED, "Ask an administrator for a new key.",
+							"the API key has expired");
 		if (!OidIsValid(role))
 			ln_error_detail(LN_UNAUTHENTICATED,
 							"Ask an administrator for a key (lance_create_api_key).",

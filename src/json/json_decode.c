@@ -934,19 +934,147 @@ json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char
 }
 
 /*
+ * An object of storage options (a setting's "options", a key pair of its
+ * "vend"): values are strings, as Lance takes them; a boolean or a number is
+ * taken as its JSON text ("allow_http": true is "true").
+ */
+static void
+decode_option_map(json_object *member, const char *field, LnMap *options)
+{
+	int n = 0;
+
+	if (member == NULL || !json_object_is_type(member, json_type_object))
+		ln_error(LN_INVALID_INPUT, "field \"%s\" must be an object of storage options", field);
+	options->len = json_object_object_length(member);
+	options->keys = palloc(sizeof(char *) * (options->len + 1));
+	options->values = palloc(sizeof(char *) * (options->len + 1));
+	{
+		json_object_object_foreach(member, key, value)
+		{
+			char *prefix = psprintf("%s.", field);
+
+			if (!pg_verify_mbstr(PG_UTF8, key, strlen(key), true) || key[0] == '\0')
+				ln_error(LN_INVALID_INPUT, "field \"%s\" has a key that is empty or not UTF-8",
+						 field);
+			options->keys[n] = pstrdup(key);
+			if (json_object_is_type(value, json_type_boolean) ||
+				json_object_is_type(value, json_type_int) ||
+				json_object_is_type(value, json_type_double))
+				options->values[n] = pstrdup(json_object_to_json_string(value));
+			else
+				options->values[n] = decode_string(value, prefix, key);
+			n++;
+		}
+	}
+}
+
+/* An LnMap's JSON text: an object of strings. */
+char *
+json_map_text(const LnMap *map)
+{
+	json_object *obj = json_object_new_object();
+	JsonTree *tree = json_guard_tree(obj);
+	char *text;
+
+	for (int i = 0; i < map->len; i++)
+		json_object_object_add(obj, map->keys[i], json_object_new_string(map->values[i]));
+	text = pstrdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+	json_release_tree(tree);
+	return text;
+}
+
+/*
+ * A setting's "vend" member as a flat map: "mode" and the mode's members,
+ * each a string; a key pair ("read", "write") as its JSON text.  Absent, it
+ * is {"mode": "none"}.  The members each mode takes, and their types, are
+ * checked here; what they mean (a key pair's options, an endpoint) is the
+ * storage layer's to check.
+ */
+static void
+decode_vend(json_object *member, LnMap *vend)
+{
+	static const char *const modes[] = {"none", "keys", "sts", "catalog_keys", NULL};
+	json_object *mode_member;
+	char *mode;
+	int n = 0;
+
+	vend->keys = palloc(sizeof(char *) * 8);
+	vend->values = palloc(sizeof(char *) * 8);
+	vend->len = 0;
+	if (member == NULL)
+	{
+		vend->keys[0] = "mode";
+		vend->values[0] = "none";
+		vend->len = 1;
+		return;
+	}
+	if (!json_object_is_type(member, json_type_object))
+		ln_error(LN_INVALID_INPUT, "field \"vend\" must be an object: {\"mode\": ...}");
+	if (!json_object_object_get_ex(member, "mode", &mode_member) || mode_member == NULL)
+		ln_error_detail(LN_INVALID_INPUT, "Give \"none\", \"keys\", \"sts\" or \"catalog_keys\".",
+						"field \"vend.mode\" is required");
+	mode = decode_string(mode_member, "vend.", "mode");
+	for (n = 0; modes[n] != NULL && strcmp(modes[n], mode) != 0; n++)
+		;
+	if (modes[n] == NULL)
+		ln_error_detail(LN_INVALID_INPUT, "Give \"none\", \"keys\", \"sts\" or \"catalog_keys\".",
+						"field \"vend.mode\" is \"%s\", which is no mode", mode);
+	vend->keys[vend->len] = "mode";
+	vend->values[vend->len++] = mode;
+	{
+		json_object_object_foreach(member, key, value)
+		{
+			bool pair = strcmp(mode, "keys") == 0 &&
+						(strcmp(key, "read") == 0 || strcmp(key, "write") == 0);
+			bool sts_text = strcmp(mode, "sts") == 0 &&
+							(strcmp(key, "role_arn") == 0 || strcmp(key, "sts_endpoint") == 0 ||
+							 strcmp(key, "external_id") == 0);
+			bool sts_number = strcmp(mode, "sts") == 0 && strcmp(key, "duration_seconds") == 0;
+
+			if (strcmp(key, "mode") == 0)
+				continue;
+			if (vend->len >= 7 || !(pair || sts_text || sts_number))
+				ln_error(LN_INVALID_INPUT, "field \"vend.%s\" is not a member of mode \"%s\"",
+						 pg_verify_mbstr(PG_UTF8, key, strlen(key), true) ? key : "?", mode);
+			vend->keys[vend->len] = pstrdup(key);
+			if (pair)
+			{
+				LnMap options;
+
+				decode_option_map(value, psprintf("vend.%s", key), &options);
+				vend->values[vend->len++] = json_map_text(&options);
+			}
+			else if (sts_text)
+				vend->values[vend->len++] = decode_name(value, "vend.", key, true);
+			else
+			{
+				int64 seconds;
+
+				if (!json_object_is_type(value, json_type_int) ||
+					json_integer_text(json_object_to_json_string(value), &seconds) !=
+						JSON_INTEGER_OK ||
+					seconds < 900 || seconds > 43200)
+					ln_error(LN_INVALID_INPUT,
+							 "field \"vend.duration_seconds\" must be a whole number of seconds "
+							 "from 900 to 43200, as the token service takes");
+				vend->values[vend->len++] = psprintf(INT64_FORMAT, seconds);
+			}
+		}
+	}
+}
+
+/*
  * A request of lance_set_storage (with_options) or lance_remove_storage:
  * {"location": "s3://bucket/prefix", "options": {"name": "value", ...},
- * "take_over": true}.  Option values are strings, as Lance takes them; a
- * boolean or a number is taken as its JSON text ("allow_http": true is
- * "true").  take_over (lance_set_storage alone) is false when absent.
+ * "vend": {"mode": ...}, "take_over": true}.  `vend` gets the flat map of
+ * decode_vend; take_over (lance_set_storage alone) is false when absent.
  */
 void
 json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options,
-							bool *take_over)
+							LnMap *vend, bool *take_over)
 {
 	JsonTree *tree = jsonb_tree(request, "the request");
 	json_object *member;
-	int n = 0;
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
@@ -966,24 +1094,56 @@ json_decode_storage_setting(Jsonb *request, bool with_options, char **location, 
 	if (!json_object_object_get_ex(tree->root, "options", &member) || member == NULL ||
 		!json_object_is_type(member, json_type_object))
 		ln_error(LN_INVALID_INPUT, "field \"options\" is required: an object of storage options");
-	options->len = json_object_object_length(member);
-	options->keys = palloc(sizeof(char *) * (options->len + 1));
-	options->values = palloc(sizeof(char *) * (options->len + 1));
+	decode_option_map(member, "options", options);
+	if (!json_object_object_get_ex(tree->root, "vend", &member))
+		member = NULL;
+	decode_vend(member, vend);
+	json_release_tree(tree);
+}
+
+/* A JSON object of strings (a vended key pair as decode_vend keeps it) as an LnMap. */
+LnMap
+json_decode_option_text(const char *text)
+{
+	json_object *root = json_tokener_parse(text);
+	JsonTree *tree = root != NULL ? json_guard_tree(root) : NULL;
+	LnMap map;
+
+	if (root == NULL)
+		ln_error(LN_INTERNAL, "a stored key pair is not JSON");
+	decode_option_map(root, "vend", &map);
+	json_release_tree(tree);
+	return map;
+}
+
+/*
+ * A vend member as the catalog keeps it (lance_catalog.storage.vend, JSON
+ * text) as the flat map json_decode_storage_setting makes: a key pair as its
+ * JSON text, any other member as its string or its JSON text.
+ */
+LnMap
+json_decode_vend_text(const char *text)
+{
+	json_object *root = json_tokener_parse(text);
+	JsonTree *tree = root != NULL ? json_guard_tree(root) : NULL;
+	LnMap map = {0, NULL, NULL};
+	int n = 0;
+
+	if (root == NULL || !json_object_is_type(root, json_type_object))
+		ln_error(LN_INTERNAL, "a stored vend setting is not a JSON object");
+	map.keys = palloc(sizeof(char *) * (json_object_object_length(root) + 1));
+	map.values = palloc(sizeof(char *) * (json_object_object_length(root) + 1));
 	{
-		json_object_object_foreach(member, key, value)
+		json_object_object_foreach(root, key, value)
 		{
-			if (!pg_verify_mbstr(PG_UTF8, key, strlen(key), true) || key[0] == '\0')
-				ln_error(LN_INVALID_INPUT,
-						 "field \"options\" has a key that is empty or not UTF-8");
-			options->keys[n] = pstrdup(key);
-			if (json_object_is_type(value, json_type_boolean) ||
-				json_object_is_type(value, json_type_int) ||
-				json_object_is_type(value, json_type_double))
-				options->values[n] = pstrdup(json_object_to_json_string(value));
-			else
-				options->values[n] = decode_string(value, "options.", key);
-			n++;
+			map.keys[n] = pstrdup(key);
+			map.values[n++] =
+				pstrdup(json_object_is_type(value, json_type_string)
+							? json_object_get_string(value)
+							: json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN));
 		}
 	}
+	map.len = n;
 	json_release_tree(tree);
+	return map;
 }

@@ -26,8 +26,16 @@ extern void json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char 
 extern Jsonb *json_encode_grant(const LnId *id, const char *role, const char *privilege,
 								bool changed, const char *transaction_id);
 extern void json_decode_storage_setting(Jsonb *request, bool with_options, char **location,
-										LnMap *options, bool *take_over);
-extern Jsonb *json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one);
+										LnMap *options, LnMap *vend, bool *take_over);
+extern LnMap json_decode_option_text(const char *text);
+extern char *json_map_text(const LnMap *map);
+extern LnMap json_decode_vend_text(const char *text);
+extern Jsonb *json_encode_vend(const LnMap *vend);
+extern char *json_encode_session_policy(const char *bucket_arn, const char *prefix,
+										const char *objects_arn, bool write, char **denied,
+										int ndenied);
+extern Jsonb *json_encode_storage_settings(int n, char **locations, const LnMap *options,
+										   const LnMap *vends, bool one);
 extern Jsonb *json_encode_grants(const LnId *id, int n, char **roles, char **privileges);
 
 #endif /* LN_JSON_EDGE_H */

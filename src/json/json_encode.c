@@ -325,12 +325,45 @@ json_encode_grants(const LnId *id, int n, char **roles, char **privileges)
 }
 
 /*
+ * A vend map (json_decode_storage_setting's) as a json-c object: a key pair
+ * kept as JSON text is an object again, the duration a number.
+ */
+static json_object *
+new_vend(const LnMap *vend)
+{
+	json_object *obj = json_object_new_object();
+
+	for (int i = 0; i < vend->len; i++)
+	{
+		json_object *value = NULL;
+
+		if (strcmp(vend->keys[i], "read") == 0 || strcmp(vend->keys[i], "write") == 0)
+			value = json_tokener_parse(vend->values[i]);
+		else if (strcmp(vend->keys[i], "duration_seconds") == 0)
+			value = json_object_new_int64(strtoll(vend->values[i], NULL, 10));
+		if (value == NULL)
+			value = json_object_new_string(vend->values[i]);
+		json_object_object_add(obj, vend->keys[i], value);
+	}
+	return obj;
+}
+
+/* A setting's vend map as the jsonb the catalog keeps (lance_catalog.storage.vend). */
+Jsonb *
+json_encode_vend(const LnMap *vend)
+{
+	return tree_to_jsonb(new_vend(vend));
+}
+
+/*
  * lance_list_storage's answer, and lance_set_storage's and
  * lance_remove_storage's (one setting, not in a list; without options: only
- * its location): {"storage": [{"location": ..., "options": {...}}, ...]}.
+ * its location): {"storage": [{"location": ..., "options": {...}, "vend":
+ * {...}}, ...]}.
  */
 Jsonb *
-json_encode_storage_settings(int n, char **locations, const LnMap *options, bool one)
+json_encode_storage_settings(int n, char **locations, const LnMap *options, const LnMap *vends,
+							 bool one)
 {
 	json_object *list = json_object_new_array_ext(n);
 	json_object *root;
@@ -342,6 +375,8 @@ json_encode_storage_settings(int n, char **locations, const LnMap *options, bool
 		json_object_object_add(setting, "location", json_object_new_string(locations[i]));
 		if (options != NULL)
 			json_object_object_add(setting, "options", new_map(&options[i]));
+		if (vends != NULL)
+			json_object_object_add(setting, "vend", new_vend(&vends[i]));
 		json_object_array_add(list, setting);
 	}
 	if (one && n == 1)
@@ -353,4 +388,74 @@ json_encode_storage_settings(int n, char **locations, const LnMap *options, bool
 	root = json_object_new_object();
 	json_object_object_add(root, "storage", list);
 	return tree_to_jsonb(root);
+}
+
+/*
+ * An inline session policy for the token service (storage_vend.c): list the
+ * bucket `bucket_arn` below `prefix` (the prefix itself and what is under
+ * it), get the objects `objects_arn` names, and with `write` put and delete
+ * them too, except the `ndenied` resources of `denied`.  The ARNs come with
+ * their wildcards escaped as the policy language wants them.
+ */
+char *
+json_encode_session_policy(const char *bucket_arn, const char *prefix, const char *objects_arn,
+						   bool write, char **denied, int ndenied)
+{
+	json_object *root = json_object_new_object();
+	json_object *statements = json_object_new_array();
+	json_object *list = json_object_new_object();
+	json_object *read = json_object_new_object();
+	json_object *condition = json_object_new_object();
+	json_object *like = json_object_new_object();
+	json_object *prefixes = json_object_new_array();
+
+	json_object_object_add(root, "Version", json_object_new_string("2012-10-17"));
+	json_object_object_add(list, "Sid", json_object_new_string("ListTable"));
+	json_object_object_add(list, "Effect", json_object_new_string("Allow"));
+	json_object_object_add(list, "Action", json_object_new_string("s3:ListBucket"));
+	json_object_object_add(list, "Resource", json_object_new_string(bucket_arn));
+	json_object_array_add(prefixes, json_object_new_string(prefix));
+	json_object_array_add(prefixes, json_object_new_string(psprintf("%s/*", prefix)));
+	json_object_object_add(like, "s3:prefix", prefixes);
+	json_object_object_add(condition, "StringLike", like);
+	json_object_object_add(list, "Condition", condition);
+	json_object_array_add(statements, list);
+
+	json_object_object_add(read, "Sid", json_object_new_string("ReadTable"));
+	json_object_object_add(read, "Effect", json_object_new_string("Allow"));
+	json_object_object_add(read, "Action", json_object_new_string("s3:GetObject"));
+	json_object_object_add(read, "Resource", json_object_new_string(objects_arn));
+	json_object_array_add(statements, read);
+	if (write)
+	{
+		json_object *put = json_object_new_object();
+		json_object *actions = json_object_new_array();
+
+		json_object_object_add(put, "Sid", json_object_new_string("WriteTable"));
+		json_object_object_add(put, "Effect", json_object_new_string("Allow"));
+		json_object_array_add(actions, json_object_new_string("s3:PutObject"));
+		json_object_array_add(actions, json_object_new_string("s3:DeleteObject"));
+		json_object_array_add(actions, json_object_new_string("s3:AbortMultipartUpload"));
+		json_object_object_add(put, "Action", actions);
+		json_object_object_add(put, "Resource", json_object_new_string(objects_arn));
+		json_object_array_add(statements, put);
+	}
+	if (write && ndenied > 0)
+	{
+		json_object *deny = json_object_new_object();
+		json_object *actions = json_object_new_array();
+		json_object *resources = json_object_new_array();
+
+		json_object_object_add(deny, "Sid", json_object_new_string("CatalogManifests"));
+		json_object_object_add(deny, "Effect", json_object_new_string("Deny"));
+		json_object_array_add(actions, json_object_new_string("s3:PutObject"));
+		json_object_array_add(actions, json_object_new_string("s3:DeleteObject"));
+		json_object_object_add(deny, "Action", actions);
+		for (int i = 0; i < ndenied; i++)
+			json_object_array_add(resources, json_object_new_string(denied[i]));
+		json_object_object_add(deny, "Resource", resources);
+		json_object_array_add(statements, deny);
+	}
+	json_object_object_add(root, "Statement", statements);
+	return tree_to_text(root);
 }

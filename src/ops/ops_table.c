@@ -54,7 +54,8 @@ raise_name_taken(const LnId *id, const CatalogObject *existing)
  * it is for tables whose manifests the catalog can write.
  */
 static void
-describe_table_entry(const LnRequest *req, const CatalogObject *table, LnResponse *resp)
+describe_table_entry(const LnRequest *req, const CatalogObject *table, bool writer,
+					 LnResponse *resp)
 {
 	resp->fields |= LN_RESP_LOCATION | LN_RESP_STORAGE_OPTIONS | LN_RESP_PROPERTIES |
 					LN_RESP_MANAGED_VERSIONING;
@@ -63,13 +64,19 @@ describe_table_entry(const LnRequest *req, const CatalogObject *table, LnRespons
 	resp->properties = table->properties;
 	resp->managed_versioning = storage_is_managed(table->location);
 	/*
-	 * The options of the table's store, credentials included: the caller
-	 * reads (DescribeTable) or writes (DeclareTable) the table, which the
-	 * frame checked, and a Lance client opens the table with exactly these.
-	 * vend_credentials false asks for none.
+	 * What a Lance client opens the table with: the caller reads
+	 * (DescribeTable) or writes (DeclareTable) the table, which the frame
+	 * checked, and is handed what its privilege on the table allows, as the
+	 * storage setting vends it (storage_vend.c): a writer (write or manage on
+	 * the table; the maker of a declared one) the writers' credentials, any
+	 * other caller the readers'.  vend_credentials false asks for none.
 	 */
-	if (!((req->present & LN_REQ_VEND_CREDENTIALS) && !req->vend_credentials))
-		(void)storage_options_for(table->location, &resp->storage_options);
+	if (!((req->present & LN_REQ_VEND_CREDENTIALS) && !req->vend_credentials) &&
+		!storage_is_local(table->location))
+		(void)storage_vend_options(table->location,
+								   writer || access_may(table->id, LN_PRIV_WRITE) ? LN_PRIV_WRITE
+																				  : LN_PRIV_READ,
+								   &resp->storage_options);
 }
 
 void
@@ -281,7 +288,7 @@ op_declare_table(const LnRequest *req, LnResponse *resp)
 	}
 	check_location_free(req, table.location, table.id);
 	changes_touch(&req->id, req->id.len, false, -1, table.id);
-	describe_table_entry(req, &table, resp);
+	describe_table_entry(req, &table, true, resp);
 }
 
 void
@@ -370,7 +377,7 @@ op_describe_table(const LnRequest *req, LnResponse *resp)
 
 	ln_require_table_id(req);
 	objects_get_table(&req->id, CATALOG_NO_LOCK, &table);
-	describe_table_entry(req, &table, resp);
+	describe_table_entry(req, &table, false, resp);
 	describe_table_at(req, &table, resp);
 	if (req->with_table_uri)
 	{

@@ -53,16 +53,18 @@ is_lower_hex(const char *s, int len)
 
 /*
  * The role API key `key` acts as, or InvalidOid if it is not a key this
- * catalog made (or it was revoked).  With a role, *key_id (when not NULL)
- * is the key's id ("lnk_" and 12 hexadecimal digits), palloc'd: the id of
- * a key the catalog authenticated, never one merely sent.
+ * catalog made (or it was revoked, or it has expired: *expired).  With a
+ * role, or when it expired, *key_id (when not NULL) is the key's id ("lnk_"
+ * and 12 hexadecimal digits), palloc'd: the id of a key the catalog
+ * authenticated, never one merely sent.
  */
 Oid
-api_key_role(const char *key, char **key_id)
+api_key_role(const char *key, char **key_id, bool *expired)
 {
 	char id[KEY_ID_LENGTH + 1];
 	Oid role;
 
+	*expired = false;
 	if (strlen(key) != KEY_LENGTH || strncmp(key, KEY_PREFIX, 4) != 0 ||
 		!is_lower_hex(key + 4, 2 * KEY_ID_BYTES) || key[KEY_ID_LENGTH] != '_' ||
 		!is_lower_hex(key + KEY_ID_LENGTH + 1, 2 * KEY_SECRET_BYTES))
@@ -71,19 +73,24 @@ api_key_role(const char *key, char **key_id)
 	id[KEY_ID_LENGTH] = '\0';
 
 	catalog_begin();
-	role = catalog_authenticate(id, key);
+	role = catalog_authenticate(id, key, expired);
 	catalog_end();
-	if (key_id != NULL && OidIsValid(role))
+	if (key_id != NULL && (OidIsValid(role) || *expired))
 		*key_id = pstrdup(id);
 	return role;
 }
 
+/*
+ * A key for `role_name`, which expires `valid_for` from now (NULL: never;
+ * it must be positive).
+ */
 static text *
-create_api_key(const char *role_name)
+create_api_key(const char *role_name, const Interval *valid_for)
 {
 	char key[KEY_LENGTH + 1];
 	char id[KEY_ID_LENGTH + 1];
 	Oid role;
+	Interval zero = {0, 0, 0};
 
 	access_begin();
 	access_require_admin("lance_create_api_key()");
@@ -95,6 +102,11 @@ create_api_key(const char *role_name)
 		ln_error(LN_PERMISSION_DENIED,
 				 "only a superuser may create an API key for superuser role \"%s\"", role_name);
 
+	if (valid_for != NULL &&
+		DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(valid_for),
+										 IntervalPGetDatum(&zero))))
+		ln_error(LN_INVALID_INPUT, "valid_for must be a positive interval");
+
 	strcpy(key, KEY_PREFIX);
 	append_random_hex(key + 4, KEY_ID_BYTES);
 	key[KEY_ID_LENGTH] = '_';
@@ -103,11 +115,15 @@ create_api_key(const char *role_name)
 	id[KEY_ID_LENGTH] = '\0';
 
 	catalog_begin();
-	catalog_insert_api_key(id, key, role, access_caller());
+	catalog_insert_api_key(id, key, role, access_caller(), valid_for);
 	catalog_end();
 	return cstring_to_text(key);
 }
 
+/*
+ * lance_create_api_key(role) and lance_create_api_key(role, valid_for): the
+ * second is not strict, a NULL valid_for being a key that never expires.
+ */
 PG_FUNCTION_INFO_V1(lance_create_api_key);
 Datum
 lance_create_api_key(PG_FUNCTION_ARGS)
@@ -115,9 +131,12 @@ lance_create_api_key(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	text *key = NULL;
 
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
 	PG_TRY();
 	{
-		key = create_api_key(NameStr(*PG_GETARG_NAME(0)));
+		key = create_api_key(NameStr(*PG_GETARG_NAME(0)),
+							 PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_INTERVAL_P(1) : NULL);
 	}
 	PG_CATCH();
 	{
@@ -172,7 +191,10 @@ lance_revoke_api_key(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(revoked);
 }
 
-/* lance_list_api_keys(): id, role, created_by, created_at of every key; never a key. */
+/*
+ * lance_list_api_keys(): id, role, created_by, created_at, expires_at and
+ * last_used_at of every key; never a key.
+ */
 PG_FUNCTION_INFO_V1(lance_list_api_keys);
 Datum
 lance_list_api_keys(PG_FUNCTION_ARGS)
@@ -182,24 +204,30 @@ lance_list_api_keys(PG_FUNCTION_ARGS)
 	Oid *roles;
 	Oid *created_by;
 	TimestampTz *created_at;
+	TimestampTz *expires_at;
+	TimestampTz *last_used_at;
 	int n;
 
 	InitMaterializedSRF(fcinfo, 0);
 	access_begin();
 	access_require_admin("lance_list_api_keys()");
 	catalog_begin();
-	n = catalog_list_api_keys(&ids, &roles, &created_by, &created_at);
+	n = catalog_list_api_keys(&ids, &roles, &created_by, &created_at, &expires_at, &last_used_at);
 	catalog_end();
 	for (int i = 0; i < n; i++)
 	{
-		Datum values[4];
-		bool nulls[4] = {false, false, false, false};
+		Datum values[6];
+		bool nulls[6] = {false, false, false, false, false, false};
 
 		values[0] = CStringGetTextDatum(ids[i]);
 		values[1] = ObjectIdGetDatum(roles[i]);
 		values[2] = ObjectIdGetDatum(created_by[i]);
 		nulls[2] = !OidIsValid(created_by[i]);
 		values[3] = TimestampTzGetDatum(created_at[i]);
+		values[4] = TimestampTzGetDatum(expires_at[i]);
+		nulls[4] = expires_at[i] == DT_NOBEGIN;
+		values[5] = TimestampTzGetDatum(last_used_at[i]);
+		nulls[5] = last_used_at[i] == DT_NOBEGIN;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum)0;

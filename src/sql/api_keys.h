@@ -7,6 +7,6 @@
 
 #include "postgres.h"
 
-extern Oid api_key_role(const char *key, char **key_id);
+extern Oid api_key_role(const char *key, char **key_id, bool *expired);
 
 #endif /* LN_API_KEYS_H */

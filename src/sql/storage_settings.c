@@ -3,10 +3,11 @@
  *		lance_set_storage, lance_remove_storage and lance_list_storage: the
  *		object stores tables live in, and the options that reach them.
  *
- * A setting is an S3 location prefix and Lance's storage options for it
- * (lance_catalog.storage).  The catalog uses them to write manifests, tags
- * and branches of the tables below the prefix, and hands them to callers
- * that may read such a table (DescribeTable, DeclareTable, CreateTable).
+ * A setting is an S3 location prefix, Lance's storage options for it
+ * (lance_catalog.storage), which the catalog uses to write manifests, tags
+ * and branches of the tables below the prefix, and how callers that may
+ * read such a table are handed credentials ("vend": none, keys of their
+ * privilege, temporary keys of the token service, or the catalog's own).
  * Only administrators set, remove and list them; a listing shows secret
  * options (keys, tokens) as "****", and they never enter the change log.
  *
@@ -42,6 +43,33 @@ without_secrets(const LnMap *options)
 		shown.keys[i] = options->keys[i];
 		shown.values[i] =
 			storage_option_is_secret(options->keys[i]) ? pstrdup(HIDDEN) : options->values[i];
+	}
+	return shown;
+}
+
+/*
+ * A setting's vend members as a listing shows them: a key pair's secrets
+ * and the external id replaced by HIDDEN.
+ */
+static LnMap
+vend_without_secrets(const LnMap *vend)
+{
+	LnMap shown = {vend->len, palloc(sizeof(char *) * (vend->len + 1)),
+				   palloc(sizeof(char *) * (vend->len + 1))};
+
+	for (int i = 0; i < vend->len; i++)
+	{
+		shown.keys[i] = vend->keys[i];
+		shown.values[i] = vend->values[i];
+		if (strcmp(vend->keys[i], "read") == 0 || strcmp(vend->keys[i], "write") == 0)
+		{
+			LnMap pair = json_decode_option_text(vend->values[i]);
+			LnMap hidden = without_secrets(&pair);
+
+			shown.values[i] = json_map_text(&hidden);
+		}
+		else if (strcmp(vend->keys[i], "external_id") == 0)
+			shown.values[i] = pstrdup(HIDDEN);
 	}
 	return shown;
 }
@@ -95,12 +123,13 @@ check_take_over(const char *key)
 {
 	char *prefix;
 	LnMap options;
+	LnMap vend;
 	char **tables;
 	char **namespaces;
 	int ntables;
 	int nnamespaces;
 
-	if (catalog_find_storage(key, &prefix, &options) && strcmp(prefix, key) == 0)
+	if (catalog_find_storage(key, &prefix, &options, &vend) && strcmp(prefix, key) == 0)
 		return;
 	ntables = catalog_tables_coming_under(key, NAMED_AT_MOST + 1, &tables);
 	nnamespaces = catalog_namespaces_located_near(key, NAMED_AT_MOST + 1, &namespaces);
@@ -127,15 +156,17 @@ set_storage(Jsonb *request)
 {
 	char *location;
 	LnMap options;
+	LnMap vend;
 	LnMap shown;
+	LnMap shown_vend;
 	char *key;
 	bool take_over;
 
-	json_decode_storage_setting(request, true, &location, &options, &take_over);
+	json_decode_storage_setting(request, true, &location, &options, &vend, &take_over);
 	access_begin();
 	access_require_admin("lance_set_storage");
 	key = setting_key(location);
-	storage_check_setting(key, &options);
+	storage_check_setting(key, &options, &vend);
 	catalog_begin();
 	/*
 	 * Tables registered while nothing managed the prefix were never held to
@@ -156,11 +187,12 @@ set_storage(Jsonb *request)
 	}
 	if (!take_over)
 		check_take_over(key);
-	catalog_set_storage(key, &options, access_caller());
+	catalog_set_storage(key, &options, json_encode_vend(&vend), access_caller());
 	catalog_end();
 	storage_forget_settings();
 	shown = without_secrets(&options);
-	return json_encode_storage_settings(1, &key, &shown, true);
+	shown_vend = vend_without_secrets(&vend);
+	return json_encode_storage_settings(1, &key, &shown, &shown_vend, true);
 }
 
 static Jsonb *
@@ -170,7 +202,7 @@ remove_storage(Jsonb *request)
 	char *key;
 	bool removed;
 
-	json_decode_storage_setting(request, false, &location, NULL, NULL);
+	json_decode_storage_setting(request, false, &location, NULL, NULL, NULL);
 	access_begin();
 	access_require_admin("lance_remove_storage");
 	key = setting_key(location);
@@ -180,7 +212,7 @@ remove_storage(Jsonb *request)
 	storage_forget_settings();
 	if (!removed)
 		ln_error(LN_INVALID_INPUT, "there is no storage setting for \"%s\"", key);
-	return json_encode_storage_settings(1, &key, NULL, true);
+	return json_encode_storage_settings(1, &key, NULL, NULL, true);
 }
 
 static Jsonb *
@@ -188,16 +220,24 @@ list_storage(void)
 {
 	char **locations;
 	LnMap *options;
+	char **vend_texts;
+	LnMap *vends;
 	int n;
 
 	access_begin();
 	access_require_admin("lance_list_storage");
 	catalog_begin();
-	n = catalog_list_storage(&locations, &options);
+	n = catalog_list_storage(&locations, &options, &vend_texts);
 	catalog_end();
+	vends = palloc(sizeof(LnMap) * (n + 1));
 	for (int i = 0; i < n; i++)
+	{
+		LnMap vend = json_decode_vend_text(vend_texts[i]);
+
 		options[i] = without_secrets(&options[i]);
-	return json_encode_storage_settings(n, locations, options, false);
+		vends[i] = vend_without_secrets(&vend);
+	}
+	return json_encode_storage_settings(n, locations, options, vends, false);
 }
 
 PG_FUNCTION_INFO_V1(lance_set_storage);

@@ -54,9 +54,23 @@ option_true(const char *value)
 	return value != NULL && (pg_strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0);
 }
 
+/*
+ * Whether the options name the store's region (`what` "region") or
+ * endpoint ("endpoint"), by any name Lance takes for it.
+ */
+bool
+s3_option_given(const LnMap *options, const char *what)
+{
+	static const char *const endpoint_names[] = {"aws_endpoint", "endpoint", "aws_endpoint_url",
+												 "endpoint_url", NULL};
+	static const char *const region_names[] = {"aws_region", "region", "aws_default_region", NULL};
+
+	return option(options, strcmp(what, "region") == 0 ? region_names : endpoint_names) != NULL;
+}
+
 /* An option that goes into a request (a header, the URL, the signature): no control characters. */
-static void
-check_no_controls(const char *name, const char *value)
+void
+s3_check_no_controls(const char *name, const char *value)
 {
 	if (value == NULL)
 		return;
@@ -94,15 +108,15 @@ s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store)
 	store->access_key_id = (char *)option(options, key_names);
 	store->secret_access_key = (char *)option(options, secret_names);
 	store->session_token = (char *)option(options, token_names);
-	check_no_controls("aws_endpoint", endpoint);
+	s3_check_no_controls("aws_endpoint", endpoint);
 	/* not echoed: what stands before the '@' may be a password */
 	if (endpoint != NULL && strchr(endpoint, '@') != NULL)
 		ln_error_detail(LN_INVALID_INPUT,
 						"Give the keys as aws_access_key_id and aws_secret_access_key.",
 						"storage option aws_endpoint holds a user name or password");
-	check_no_controls("aws_access_key_id", store->access_key_id);
-	check_no_controls("aws_secret_access_key", store->secret_access_key);
-	check_no_controls("aws_session_token", store->session_token);
+	s3_check_no_controls("aws_access_key_id", store->access_key_id);
+	s3_check_no_controls("aws_secret_access_key", store->secret_access_key);
+	s3_check_no_controls("aws_session_token", store->session_token);
 	/* a key id without its secret, or the other way round, is a mistake; neither is anonymous */
 	if ((store->access_key_id == NULL) != (store->secret_access_key == NULL))
 		ln_error_detail(LN_INVALID_INPUT,

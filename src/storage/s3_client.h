@@ -5,11 +5,14 @@
  *		cancellation.  It knows buckets and keys, nothing of tables.
  *
  * s3_client.c makes the S3Store; the calls on objects are in s3_objects.c,
- * s3_init and s3_delete_keys_later in s3_transport.c (s3_internal.h tells
- * how those files lie).
+ * the token service's AssumeRole in s3_sts.c, s3_init and
+ * s3_delete_keys_later in s3_transport.c (s3_internal.h tells how those
+ * files lie).
  */
 #ifndef LN_S3_CLIENT_H
 #define LN_S3_CLIENT_H
+
+#include "datatype/timestamp.h"
 
 #include "../common/types.h"
 
@@ -34,7 +37,30 @@ typedef struct S3Result
 	char *error; /* a quiet request's failure, for a log line */
 } S3Result;
 
+/* Temporary credentials of the token service (s3_sts.c); palloc'd. */
+typedef struct S3Credentials
+{
+	char *access_key_id;
+	char *secret_access_key;
+	char *session_token;
+	TimestampTz expires_at;
+} S3Credentials;
+
+/* An AssumeRole request, signed with a store's keys in its region. */
+typedef struct S3AssumeRole
+{
+	const char *endpoint; /* the token service: scheme://host[:port] */
+	const char *role_arn;
+	const char *external_id; /* NULL: none */
+	int duration_seconds;
+	const char *session_name;
+	const char *policy; /* the inline session policy, JSON */
+} S3AssumeRole;
+
 extern void s3_init(void);
+extern bool s3_option_given(const LnMap *options, const char *what);
+extern void s3_check_no_controls(const char *name, const char *value);
+extern void s3_assume_role(const S3Store *store, const S3AssumeRole *request, S3Credentials *out);
 extern void s3_store_from_options(const char *bucket, const LnMap *options, S3Store *store);
 extern bool s3_option_is_secret(const char *name);
 

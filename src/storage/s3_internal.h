@@ -4,8 +4,9 @@
  *		(s3_sign.c), reading an answer (s3_xml.c) and sending it
  *		(s3_transport.c).  Included by those files and s3_objects.c alone.
  *
- * They call one way only: s3_objects.c calls s3_transport.c, and both call
- * s3_sign.c and s3_xml.c, which call none of them.  This header has no
+ * They call one way only: s3_objects.c and s3_sts.c (the token service)
+ * call s3_transport.c, and all three call s3_sign.c and s3_xml.c, which call
+ * none of them.  This header has no
  * source file of its own, so that including it ties no file to another.
  */
 #ifndef LN_S3_INTERNAL_H
@@ -42,5 +43,8 @@ extern CURL *s3_easy; /* the handle of the request waited for: s3_head reads its
 extern void s3_request(const S3Store *store, const char *method, const char *key, const char *query,
 					   List *headers_in, const char *body, size_t body_len, bool quiet,
 					   size_t max_len, S3Result *r);
+extern void s3_send(const S3Store *store, const char *service, const char *url, const char *who,
+					const char *method, List *headers_in, const char *body, size_t body_len,
+					bool quiet, size_t max_len, S3Result *r);
 
 #endif /* LN_S3_INTERNAL_H */

@@ -154,7 +154,8 @@ typedef struct Attempt
  */
 static bool
 configure(CURL *handle, const char *method, const char *url, struct curl_slist *headers,
-		  const S3Store *store, Sending *sending, long timeout_ms, char **sigv4)
+		  const S3Store *store, const char *service, Sending *sending, long timeout_ms,
+		  char **sigv4)
 {
 	curl_easy_reset(handle);
 	curl_easy_setopt(handle, CURLOPT_URL, url);
@@ -167,16 +168,16 @@ configure(CURL *handle, const char *method, const char *url, struct curl_slist *
 	curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
 	/* *sigv4 is malloc'd even unsigned: the caller frees it either way */
-	*sigv4 = malloc(strlen(store->region) + 16);
+	*sigv4 = malloc(strlen(store->region) + strlen(service) + 16);
 	if (*sigv4 == NULL)
 		return false;
-	sprintf(*sigv4, "aws:amz:%s:s3", store->region);
+	sprintf(*sigv4, "aws:amz:%s:%s", store->region, service);
 	/* without keys the requests go unsigned: a bucket open to anonymous access */
 	if (store->access_key_id != NULL)
 	{
 		curl_easy_setopt(handle, CURLOPT_USERNAME, store->access_key_id);
 		curl_easy_setopt(handle, CURLOPT_PASSWORD, store->secret_access_key);
-		/* "aws:amz:<region>:s3": the provider, the region and service of the credential scope */
+		/* "aws:amz:<region>:<service>": the provider, the region and service of the scope */
 		curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, *sigv4);
 	}
 	if (strcmp(method, "HEAD") == 0)
@@ -333,7 +334,8 @@ end_background(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
  */
 static void
 exchange(const char *method, const char *url, struct curl_slist *headers, const S3Store *store,
-		 const char *body, size_t body_len, long timeout_ms, Gathered *got, Attempt *attempt)
+		 const char *service, const char *body, size_t body_len, long timeout_ms, Gathered *got,
+		 Attempt *attempt)
 {
 	Sending sending = {body, body_len, 0};
 	char *sigv4 = NULL;
@@ -341,7 +343,7 @@ exchange(const char *method, const char *url, struct curl_slist *headers, const 
 
 	memset(attempt, 0, sizeof(*attempt));
 	attempt->code = CURLE_FAILED_INIT;
-	if (!configure(s3_easy, method, url, headers, store, &sending, timeout_ms, &sigv4))
+	if (!configure(s3_easy, method, url, headers, store, service, &sending, timeout_ms, &sigv4))
 		return;
 	curl_easy_setopt(s3_easy, CURLOPT_ERRORBUFFER, attempt->curl_error);
 	curl_easy_setopt(s3_easy, CURLOPT_WRITEFUNCTION, gather);
@@ -394,7 +396,21 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		   List *headers_in, const char *body, size_t body_len, bool quiet, size_t max_len,
 		   S3Result *r)
 {
-	char *url = s3_object_url(store, key, query);
+	s3_send(store, "s3", s3_object_url(store, key, query),
+			psprintf("the object store of bucket \"%s\"", store->bucket), method, headers_in, body,
+			body_len, quiet, max_len, r);
+}
+
+/*
+ * Send one request to `url`, signed for `service` with the store's keys (the
+ * object store's "s3", the token service's "sts"), as s3_request does; `who`
+ * names the service in messages.
+ */
+void
+s3_send(const S3Store *store, const char *service, const char *url, const char *who,
+		const char *method, List *headers_in, const char *body, size_t body_len, bool quiet,
+		size_t max_len, S3Result *r)
+{
 	/*
 	 * In a commit or abort callback interrupts are held: a call there gets 5
 	 * seconds at most, so that an undo never waits long on a store.
@@ -441,7 +457,7 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		free(got.data);
 		memset(&got, 0, sizeof(got));
 		got.limit = max_len;
-		exchange(method, url, headers, store, body, body_len, left, &got, &attempt);
+		exchange(method, url, headers, store, service, body, body_len, left, &got, &attempt);
 		if (attempt.cancelled)
 		{
 			/*
@@ -505,21 +521,19 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 		r->error = psprintf("%s", attempt.curl_error[0] ? attempt.curl_error
 														: curl_easy_strerror(attempt.code));
 		if (!quiet)
-			ln_error_detail(
-				LN_SERVICE_UNAVAILABLE, "Retry once the object store is reachable again.",
-				"the object store of bucket \"%s\" did not answer: %s", store->bucket, r->error);
+			ln_error_detail(LN_SERVICE_UNAVAILABLE,
+							psprintf("Retry once %s is reachable again.", who),
+							"%s did not answer: %s", who, r->error);
 		return;
 	}
 	r->status = attempt.status;
 	if (!quiet &&
 		(r->status == 429 || (r->status >= 500 && strcmp(s3_store_code(r), "SlowDown") == 0)))
-		ln_error_detail(LN_THROTTLING, "Retry more slowly.",
-						"the object store of bucket \"%s\" asks for fewer requests: %s",
-						store->bucket, s3_store_reason(r));
-	if (!quiet && r->status >= 500)
-		ln_error_detail(LN_SERVICE_UNAVAILABLE, "Retry once the object store is available again.",
-						"the object store of bucket \"%s\" is unavailable: %s", store->bucket,
+		ln_error_detail(LN_THROTTLING, "Retry more slowly.", "%s asks for fewer requests: %s", who,
 						s3_store_reason(r));
+	if (!quiet && r->status >= 500)
+		ln_error_detail(LN_SERVICE_UNAVAILABLE, psprintf("Retry once %s is available again.", who),
+						"%s is unavailable: %s", who, s3_store_reason(r));
 	if (quiet && r->status >= 300 && !(r->status == 404 && strcmp(method, "DELETE") == 0))
 		r->error = psprintf("%s", s3_store_reason(r));
 }
@@ -572,8 +586,8 @@ s3_delete_keys_later(const S3Store *store, char **keys, int n)
 		b->headers = headers;
 		b->sending.data = b->body;
 		b->sending.len = xml->len;
-		if (!configure(b->handle, "POST", url, headers, store, &b->sending, BACKGROUND_TIMEOUT_MS,
-					   &b->sigv4))
+		if (!configure(b->handle, "POST", url, headers, store, "s3", &b->sending,
+					   BACKGROUND_TIMEOUT_MS, &b->sigv4))
 		{
 			free_background(b);
 			continue;

@@ -62,10 +62,12 @@ typedef struct StorageSpooled
 
 /*
  * How storage finds the storage setting that covers a folder key
- * (location_folder_key; the longest matching prefix): its prefix and options.  Set at start by the
- * module that reads the catalog, so that storage need not know it.
+ * (location_folder_key; the longest matching prefix): its prefix, options
+ * and vend members (json_decode_storage_setting's flat map).  Set at start
+ * by the module that reads the catalog, so that storage need not know it.
  */
-typedef bool (*StorageSettingsFinder)(const char *folder, char **prefix, LnMap *options);
+typedef bool (*StorageSettingsFinder)(const char *folder, char **prefix, LnMap *options,
+									  LnMap *vend);
 
 /*
  * How storage asks, before it writes or removes anything on storage,
@@ -79,9 +81,9 @@ extern void storage_init(void);
 extern void storage_set_settings_finder(StorageSettingsFinder finder);
 extern void storage_set_write_guard(StorageWriteGuard guard);
 extern void storage_forget_settings(void);
-extern bool storage_options_for(const char *location, LnMap *options);
+extern bool storage_vend_options(const char *location, LnPrivilege privilege, LnMap *options);
 extern bool storage_option_is_secret(const char *name);
-extern void storage_check_setting(const char *location, const LnMap *options);
+extern void storage_check_setting(const char *location, const LnMap *options, const LnMap *vend);
 extern bool storage_is_managed(const char *location);
 extern char *storage_managing_prefix(const char *location);
 extern char *storage_local_root_below(const char *location);

@@ -264,16 +264,6 @@ storage_delete_branch_data(const char *location, const char *branch, bool has_ch
 	backend_of(location)->delete_branch_data(location, branch, has_children);
 }
 
-/*
- * The storage options a caller is handed for a table at `location` (the
- * setting that covers it); false if there are none.  Local tables have none.
- */
-bool
-storage_options_for(const char *location, LnMap *options)
-{
-	return backend_of(location) == &s3_backend && s3_options_for(location, options);
-}
-
 bool
 storage_option_is_secret(const char *name)
 {
@@ -282,10 +272,11 @@ storage_option_is_secret(const char *name)
 
 /*
  * Check a storage setting before it is kept: an S3 location with a bucket,
- * and options the catalog can reach the store with.  LN013 if not.
+ * options the catalog can reach the store with, and what it vends
+ * (storage_vend.c).  LN013 if not.
  */
 void
-storage_check_setting(const char *location, const LnMap *options)
+storage_check_setting(const char *location, const LnMap *options, const LnMap *vend)
 {
 	char *bucket;
 	char *key;
@@ -296,6 +287,7 @@ storage_check_setting(const char *location, const LnMap *options)
 		ln_error_detail(LN_INVALID_INPUT, "Give an S3 URI: s3://bucket or s3://bucket/prefix.",
 						"storage location \"%s\" is not an S3 location", location);
 	s3_store_from_options(bucket, options, &store);
+	storage_check_vend(&store, vend);
 }
 
 /*

@@ -15,6 +15,7 @@
 
 #include "../common/pg_compat.h"
 
+#include "s3_client.h"
 #include "storage_fs.h"
 
 /*
@@ -75,8 +76,10 @@ extern void local_delete_branch_data(const char *location, const char *branch, b
 
 /* the S3 backend: storage_s3.c */
 extern bool s3_manages(const char *location);
-extern bool s3_options_for(const char *location, LnMap *options);
 extern char *s3_managing_prefix(const char *location);
+extern void storage_check_vend(const S3Store *store, const LnMap *vend);
+extern bool s3_table_setting(const char *location, S3Store *store, char **key, char **setting,
+							 LnMap *options, LnMap *vend);
 extern void s3_check_manifest(const char *location, const char *branch, int64 version,
 							  bool v1_naming, const char *manifest_path, int64 size,
 							  ManifestCopy *copy);

@@ -39,7 +39,8 @@ typedef struct S3Table
 	char *location; /* the table's location */
 	char *key;		/* the table's key prefix, no trailing slash */
 	char *setting;	/* the location of the setting that covers it (a folder key) */
-	LnMap options;	/* that setting's options, as callers are handed them */
+	LnMap options;	/* that setting's options */
+	LnMap vend;		/* and how callers are handed credentials (storage_vend.c) */
 } S3Table;
 
 /* What a transaction did in a store, undone newest first on abort. */
@@ -138,6 +139,20 @@ same_store(const S3Store *a, const S3Store *b)
 				: strcmp(a->access_key_id, b->access_key_id) == 0);
 }
 
+/* A copy of `from` in TopTransactionContext. */
+static void
+copy_map(LnMap *to, const LnMap *from)
+{
+	to->len = from->len;
+	to->keys = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (from->len + 1));
+	to->values = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (from->len + 1));
+	for (int i = 0; i < from->len; i++)
+	{
+		to->keys[i] = top_strdup(from->keys[i]);
+		to->values[i] = top_strdup(from->values[i]);
+	}
+}
+
 /*
  * The cache lives in TopTransactionContext, and goes with it however the
  * transaction ends (commit, abort, PREPARE).
@@ -156,6 +171,7 @@ find_table(const char *location, S3Table *out)
 	char *key;
 	char *prefix;
 	LnMap options;
+	LnMap vend;
 	CachedTable *c;
 	MemoryContext old;
 
@@ -180,26 +196,18 @@ find_table(const char *location, S3Table *out)
 	c->location = pstrdup(location);
 	MemoryContextSwitchTo(old);
 
-	c->found = finder != NULL && finder(location_folder_key(location), &prefix, &options);
+	c->found = finder != NULL && finder(location_folder_key(location), &prefix, &options, &vend);
 	if (c->found)
 	{
 		S3Store store;
-		LnMap *kept = &c->table.options;
 
 		s3_store_from_options(bucket, &options, &store);
 		copy_store(&c->table.store, &store);
 		c->table.location = top_strdup(location);
 		c->table.key = top_strdup(key);
 		c->table.setting = top_strdup(prefix);
-		kept->len = options.len;
-		kept->keys = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (options.len + 1));
-		kept->values =
-			MemoryContextAlloc(TopTransactionContext, sizeof(char *) * (options.len + 1));
-		for (int i = 0; i < options.len; i++)
-		{
-			kept->keys[i] = top_strdup(options.keys[i]);
-			kept->values[i] = top_strdup(options.values[i]);
-		}
+		copy_map(&c->table.options, &options);
+		copy_map(&c->table.vend, &vend);
 	}
 	c->next = cache;
 	cache = c;
@@ -232,25 +240,24 @@ s3_managing_prefix(const char *location)
 }
 
 /*
- * The storage options to hand a caller for `location`: those of the setting
- * that covers it (the transaction's look-up of it, copied); false if none
- * does.
+ * The setting that covers table `location` as this transaction looked it up
+ * (storage_vend.c hands out what it says): the store, the table's key, the
+ * setting's location, options and vend members, kept in
+ * TopTransactionContext (read them, do not change them).  False if none does.
  */
 bool
-s3_options_for(const char *location, LnMap *options)
+s3_table_setting(const char *location, S3Store *store, char **key, char **setting, LnMap *options,
+				 LnMap *vend)
 {
 	S3Table t;
 
 	if (!find_table(location, &t))
 		return false;
-	options->len = t.options.len;
-	options->keys = palloc(sizeof(char *) * (t.options.len + 1));
-	options->values = palloc(sizeof(char *) * (t.options.len + 1));
-	for (int i = 0; i < t.options.len; i++)
-	{
-		options->keys[i] = pstrdup(t.options.keys[i]);
-		options->values[i] = pstrdup(t.options.values[i]);
-	}
+	*store = t.store;
+	*key = t.key;
+	*setting = t.setting;
+	*options = t.options;
+	*vend = t.vend;
 	return true;
 }
 

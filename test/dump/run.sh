@@ -392,6 +392,27 @@ settings feedview
 D feedview -c "SELECT lance_create_namespace('{\"id\": [\"f\"]}')" >/dev/null 2>&1 || true
 same "the user's view reads the change log after the update" "CreateNamespace {f}" \
 	"$(D feedview -F ' ' -c 'SELECT operation, objects FROM public.my_feed ORDER BY seq' 2>&1)"
+# The update to 0.6.0 keeps what a setting made before hands out: its own
+# keys (catalog_keys); a setting made after it without "vend" hands out no
+# key.  (The row is written as 0.5.0's lance_set_storage wrote it: this
+# library refuses to run on the 0.5.0 schema.)
+D postgres -c 'CREATE DATABASE vendupg' >/dev/null
+D vendupg -c "CREATE EXTENSION lance_namespace VERSION '0.5.0'" \
+	-c "INSERT INTO lance_catalog.storage (location, options) VALUES ('s3://old-bucket/t', '{\"aws_access_key_id\": \"AKOLD\", \"aws_secret_access_key\": \"old secret\"}')" \
+	-c 'ALTER EXTENSION lance_namespace UPDATE' >/dev/null
+settings vendupg
+D vendupg >/dev/null <<'SQL'
+SELECT lance_set_storage('{"location": "s3://new-bucket/t", "options": {"aws_access_key_id": "AKNEW", "aws_secret_access_key": "new secret"}}');
+SELECT lance_create_namespace('{"id": ["v"]}');
+SELECT lance_register_table('{"id": ["v", "old"], "location": "s3://old-bucket/t/old.lance"}');
+SELECT lance_register_table('{"id": ["v", "new"], "location": "s3://new-bucket/t/new.lance"}');
+SQL
+same "the update keeps a setting's keys going to callers (catalog_keys); a new setting vends none" \
+	"s3://new-bucket/t none s3://old-bucket/t catalog_keys|old secret||" \
+	"$(D vendupg -c "SELECT string_agg(location || ' ' || (vend ->> 'mode'), ' ' ORDER BY location) FROM lance_catalog.storage" \
+		-c "SELECT lance_describe_table('{\"id\": [\"v\", \"old\"]}') -> 'storage_options' ->> 'aws_secret_access_key'" \
+		-c "SELECT lance_describe_table('{\"id\": [\"v\", \"new\"]}') -> 'storage_options' ->> 'aws_secret_access_key'" | tr '\n' '|')"
+
 # the same rows as src: the read API answers as src's, but for the change
 # feed's drop_location, which 0.1.0 did not keep
 same "the read API answers after the update as the original" \

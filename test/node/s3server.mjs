@@ -32,8 +32,27 @@
 // it reaches the store, and then made whether or not its caller still
 // waits: a copy the store finishes late), and GET /stats, a JSON object:
 // {"total": n, "verified": n, "rejected": n, "anonymous": n, "requests":
-// [..the last 200 "METHOD path"..], "delayedCopies": {"held": n, "done": n}}
-// ("done": the delayed copies the store has made).
+// [..the last 200 "METHOD path"..], "delayedCopies": {"held": n, "done": n},
+// "denied": n, "sts": [..each AssumeRole..]} ("done": the delayed copies the
+// store has made; "denied": requests a key's policy refused).
+//
+// The token service: POST / with Action=AssumeRole, signed (service "sts")
+// with the store's key, answers temporary credentials (an ASIA... key id, a
+// secret and a session token) that expire after DurationSeconds, or after
+// the seconds GET /sts/lifetime/<s> on the control port sets (0: the
+// request's).  Each AssumeRole is recorded in stats.sts: {signedBy,
+// service, roleArn, sessionName, durationSeconds, externalId, policy}.  A
+// temporary key may do what its session policy allows and nothing else, as
+// AWS evaluates one (an explicit Deny wins, then an Allow must match the
+// action, the resource with its wildcards and ${*}, ${?}, ${$} escapes, and
+// its StringLike/StringEquals conditions, e.g. on s3:prefix of a listing);
+// its requests must carry its session token, and after its expiry it is
+// refused (400 ExpiredToken).  POST /keys on the control port with
+// {"id", "secret", "policy"} adds a key limited the same way by `policy`
+// (the keys a "keys"-mode setting hands out).  Requests of such keys reach
+// s3rver unsigned, as the anonymous ones do.  The store's own key S3RVER may
+// do anything.  /mode/error/<n>/<status>/<code> injects errors with that
+// code (Throttling, AccessDenied, ...).
 import crypto from "node:crypto";
 import http from "node:http";
 import fs from "node:fs";
@@ -85,7 +104,7 @@ export const REGION = "us-east-1";
  * the headers the request says it signed, and compare.  Returns null when it
  * verifies, else why not.
  */
-export function verifySignature({ method, url, headers, body }, secrets) {
+export function verifySignature({ method, url, headers, body }, secrets, expectedService = "s3") {
   const auth = headers["authorization"];
   const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
     auth ?? "",
@@ -96,7 +115,8 @@ export function verifySignature({ method, url, headers, body }, secrets) {
   if (secret === undefined) return `unknown access key id ${keyId}`;
   // the credential scope must be the store's: a signer that names another region or service
   // would pass a check that takes them from the request, and fail on AWS
-  if (region !== REGION || service !== "s3") return `credential scope ${region}/${service} is not ${REGION}/s3`;
+  if (region !== REGION || service !== expectedService)
+    return `credential scope ${region}/${service} is not ${REGION}/${expectedService}`;
   const signed = signedList.split(";");
   for (const required of ["host", "x-amz-date", "x-amz-content-sha256"])
     if (!signed.includes(required)) return `header ${required} is not signed`;
@@ -134,6 +154,74 @@ export function verifySignature({ method, url, headers, body }, secrets) {
   return null;
 }
 
+/** An IAM pattern (wildcards * and ?, escapes ${*} ${?} ${$}) as a RegExp. */
+function iamPattern(pattern, ignoreCase) {
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const esc = /^\$\{([*?$])\}/.exec(pattern.slice(i));
+    if (esc) {
+      re += "\\" + esc[1];
+      i += 3;
+    } else if (pattern[i] === "*") re += ".*";
+    else if (pattern[i] === "?") re += ".";
+    else re += pattern[i].replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`, ignoreCase ? "i" : "");
+}
+
+/** Whether `policy` (an IAM policy document) lets `action` on `resource`, with condition keys `context`. */
+export function policyAllows(policy, action, resource, context = {}) {
+  let allowed = false;
+  for (const st of [].concat(policy.Statement ?? [])) {
+    if (![].concat(st.Action ?? []).some((a) => iamPattern(a, true).test(action))) continue;
+    if (![].concat(st.Resource ?? []).some((r) => iamPattern(r, false).test(resource))) continue;
+    let holds = true;
+    for (const [op, tests] of Object.entries(st.Condition ?? {}))
+      for (const [key, values] of Object.entries(tests)) {
+        const v = context[key];
+        const match = (p) => (op === "StringLike" ? iamPattern(p, false).test(v) : p === v);
+        if (v === undefined || !(op === "StringLike" || op === "StringEquals") || ![].concat(values).some(match))
+          holds = false;
+      }
+    if (!holds) continue;
+    if (st.Effect === "Deny") return false;
+    if (st.Effect === "Allow") allowed = true;
+  }
+  return allowed;
+}
+
+/** What an S3 request asks: [{action, resource, context}], as IAM authorizes it. */
+export function requestActions(method, rawUrl, headers, body) {
+  const url = new URL(rawUrl, "http://x");
+  const parts = url.pathname.split("/").slice(1);
+  const bucket = decodeURIComponent(parts[0] ?? "");
+  const key = parts.slice(1).map(decodeURIComponent).join("/");
+  const q = url.searchParams;
+  const arn = (k) => `arn:aws:s3:::${bucket}${k === undefined ? "" : `/${k}`}`;
+  if (key === "") {
+    if (method === "POST" && q.has("delete")) {
+      const keys = [...body.toString().matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) =>
+        m[1].replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, "&"),
+      );
+      return keys.map((k) => ({ action: "s3:DeleteObject", resource: arn(k) }));
+    }
+    if (q.has("uploads")) return [{ action: "s3:ListBucketMultipartUploads", resource: arn() }];
+    if (q.has("location")) return [{ action: "s3:GetBucketLocation", resource: arn() }];
+    return [{ action: "s3:ListBucket", resource: arn(), context: { "s3:prefix": q.get("prefix") ?? "" } }];
+  }
+  if (method === "GET" || method === "HEAD")
+    return [{ action: q.has("uploadId") ? "s3:ListMultipartUploadParts" : "s3:GetObject", resource: arn(key) }];
+  if (method === "DELETE")
+    return [{ action: q.has("uploadId") ? "s3:AbortMultipartUpload" : "s3:DeleteObject", resource: arn(key) }];
+  const asked = [{ action: "s3:PutObject", resource: arn(key) }];
+  const source = headers["x-amz-copy-source"];
+  if (method === "PUT" && source !== undefined) {
+    const from = decodeURIComponent(source.split("?")[0]).replace(/^\//, "");
+    asked.push({ action: "s3:GetObject", resource: `arn:aws:s3:::${from}` });
+  }
+  return asked;
+}
+
 async function main() {
   try {
     crypto.createCipheriv("des", Buffer.alloc(8), Buffer.alloc(8));
@@ -160,7 +248,64 @@ async function main() {
   let failNext = 0;
   let failStatus = 503;
   let delayNextCopy = 0;
-  const stats = { total: 0, verified: 0, rejected: 0, anonymous: 0, requests: [], delayedCopies: { held: 0, done: 0 } };
+  let failCode = null;
+  let stsLifetime = 0;
+  const stats = {
+    total: 0,
+    verified: 0,
+    rejected: 0,
+    anonymous: 0,
+    denied: 0,
+    requests: [],
+    delayedCopies: { held: 0, done: 0 },
+    sts: [],
+  };
+  // keys besides the store's own: id -> {secret, policy, token (temporary), expires (ms)}
+  const keys = new Map();
+  const xmlError = (res, status, code, message) => {
+    res.writeHead(status, { "content-type": "application/xml" });
+    res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`);
+  };
+  const random = (n) => crypto.randomBytes(n).toString("base64");
+
+  // AssumeRole of the token service, signed with the store's own key
+  function assumeRole(req, res, body) {
+    const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, { [ACCESS_KEY]: SECRET_KEY }, "sts");
+    if (why !== null) {
+      stats.rejected++;
+      console.error(`s3server: AssumeRole: ${why}`);
+      return xmlError(res, 403, "SignatureDoesNotMatch", "The request signature we calculated does not match");
+    }
+    stats.verified++;
+    const form = new URLSearchParams(body.toString());
+    const duration = Number(form.get("DurationSeconds") ?? 3600);
+    let policy;
+    try {
+      policy = JSON.parse(form.get("Policy"));
+    } catch {
+      return xmlError(res, 400, "MalformedPolicyDocument", "the policy is not JSON");
+    }
+    stats.sts.push({
+      signedBy: /Credential=([^/]+)\//.exec(req.headers.authorization)[1],
+      service: /Credential=[^/]+\/\d{8}\/[^/]+\/([^/]+)\//.exec(req.headers.authorization)[1],
+      roleArn: form.get("RoleArn"),
+      sessionName: form.get("RoleSessionName"),
+      durationSeconds: duration,
+      externalId: form.get("ExternalId"),
+      policy,
+    });
+    const id = `ASIA${crypto.randomBytes(8).toString("hex").toUpperCase()}`;
+    const cred = { secret: random(30), token: random(60), policy, expires: Date.now() + 1000 * (stsLifetime || duration) };
+    keys.set(id, cred);
+    res.writeHead(200, { "content-type": "text/xml" });
+    res.end(
+      `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>` +
+        `<AccessKeyId>${id}</AccessKeyId><SecretAccessKey>${cred.secret}</SecretAccessKey>` +
+        `<SessionToken>${cred.token}</SessionToken><Expiration>${new Date(cred.expires).toISOString()}</Expiration>` +
+        `</Credentials><AssumedRoleUser><Arn>${form.get("RoleArn")}/${form.get("RoleSessionName")}</Arn></AssumedRoleUser>` +
+        `</AssumeRoleResult><ResponseMetadata><RequestId>${crypto.randomUUID()}</RequestId></ResponseMetadata></AssumeRoleResponse>`,
+    );
+  }
   const stalled = new Set();
 
   const proxy = http.createServer((req, res) => {
@@ -177,10 +322,12 @@ async function main() {
       if (stats.requests.length > 200) stats.requests.shift();
       if (failNext > 0) {
         failNext--;
-        const code = failStatus === 503 ? "SlowDown" : failStatus >= 500 ? "InternalError" : "InvalidRequest";
+        const code = failCode ?? (failStatus === 503 ? "SlowDown" : failStatus >= 500 ? "InternalError" : "InvalidRequest");
         res.writeHead(failStatus, { "content-type": "application/xml" });
         return res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected</Message></Error>`);
       }
+      if (req.method === "POST" && req.url === "/" && /(^|&)Action=AssumeRole(&|$)/.test(body.toString()))
+        return assumeRole(req, res, body);
       if (req.headers.authorization === undefined) {
         if (anonymousAllowed(req, body)) {
           stats.anonymous++;
@@ -192,9 +339,9 @@ async function main() {
           `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`,
         );
       }
-      const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, {
-        [ACCESS_KEY]: SECRET_KEY,
-      });
+      const secrets = { [ACCESS_KEY]: SECRET_KEY };
+      for (const [id, k] of keys) secrets[id] = k.secret;
+      const why = verifySignature({ method: req.method, url: req.url, headers: req.headers, body }, secrets);
       if (why !== null) {
         stats.rejected++;
         console.error(`s3server: ${req.method} ${req.url}: ${why}`);
@@ -205,6 +352,29 @@ async function main() {
         );
       }
       stats.verified++;
+      const keyId = /Credential=([^/]+)\//.exec(req.headers.authorization)[1];
+      const limited = keys.get(keyId);
+      if (limited !== undefined) {
+        if (limited.token !== undefined && req.headers["x-amz-security-token"] !== limited.token) {
+          stats.denied++;
+          return xmlError(res, 403, "InvalidToken", "The provided token is malformed or otherwise invalid.");
+        }
+        if (limited.expires !== undefined && Date.now() >= limited.expires) {
+          stats.denied++;
+          return xmlError(res, 400, "ExpiredToken", "The provided token has expired.");
+        }
+        const asked = requestActions(req.method, req.url, req.headers, body);
+        const refused = asked.find((a) => !policyAllows(limited.policy, a.action, a.resource, a.context));
+        if (refused !== undefined) {
+          stats.denied++;
+          return xmlError(res, 403, "AccessDenied", `Access Denied (${refused.action} on ${refused.resource})`);
+        }
+        // s3rver knows only its own key: what the policy allowed goes on unsigned
+        const headers = { ...req.headers };
+        delete headers.authorization;
+        delete headers["x-amz-security-token"];
+        return forward({ method: req.method, url: req.url, headers }, res, body);
+      }
       if (delayNextCopy > 0 && req.method === "PUT" && req.headers["x-amz-copy-source"] !== undefined) {
         const ms = delayNextCopy;
         delayNextCopy = 0;
@@ -250,11 +420,27 @@ async function main() {
   await new Promise((ok) => proxy.listen(Number(port), "127.0.0.1", ok));
 
   const control = http.createServer((req, res) => {
-    const e = /^\/mode\/error\/(\d+)\/(\d{3})$/.exec(req.url);
+    const e = /^\/mode\/error\/(\d+)\/(\d{3})(?:\/(\w+))?$/.exec(req.url);
     if (e) {
       failNext = Number(e[1]);
       failStatus = Number(e[2]);
+      failCode = e[3] ?? null;
       return res.end(`error ${failNext} ${failStatus}\n`);
+    }
+    const l = /^\/sts\/lifetime\/(\d+)$/.exec(req.url);
+    if (l) {
+      stsLifetime = Number(l[1]);
+      return res.end(`lifetime ${stsLifetime}\n`);
+    }
+    if (req.method === "POST" && req.url === "/keys") {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const { id, secret, policy } = JSON.parse(Buffer.concat(chunks).toString());
+        keys.set(id, { secret, policy });
+        res.end(`key ${id}\n`);
+      });
+      return;
     }
     const d = /^\/mode\/delay-copy\/(\d+)$/.exec(req.url);
     if (d) {
