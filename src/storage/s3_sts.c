@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "../common/error.h"
+#include "../common/pg_compat.h"
 #include "s3_client.h"
 #include "s3_internal.h"
 
@@ -62,8 +63,8 @@ parse_expiration(const char *text, TimestampTz *out)
  * success (the transport raised already for one it could not get, or a
  * 5xx).
  */
-static void
-pg_attribute_noreturn() raise_for(const S3Result *r, const char *who)
+pg_noreturn static void
+raise_for(const S3Result *r, const char *who)
 {
 	char *code = s3_store_code(r);
 	char *reason = s3_store_reason(r);
