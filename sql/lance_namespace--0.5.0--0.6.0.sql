@@ -3,47 +3,87 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION lance_namespace UPDATE TO '0.6.0'" to load this file. \quit
 
--- lance_rest() answers the id of the API key the catalog authenticated the
--- request with (NULL: none), so that a gateway logs only a key id the
--- database vouched for.  A new OUT column changes the result type, which
--- CREATE OR REPLACE cannot do: the function is made anew, and the
--- privileges an administrator gave or took on the old one carry over.
+-- Two functions change their result type, which CREATE OR REPLACE cannot
+-- do: lance_rest() answers the id of the API key the catalog authenticated
+-- the request with (NULL: none), so that a gateway logs only a key id the
+-- database vouched for, and lance_list_api_keys() each key's expiry and
+-- last use.  Each is made anew with the privileges of the old one, exactly:
+-- what an administrator granted or revoked on it stays so, and no default
+-- privilege of the role running the update is added.  Its initial
+-- privileges (pg_init_privs, what pg_dump compares with) are what a fresh
+-- install records, so that a dump of the updated database carries the
+-- administrator's grants as one of a fresh install would.
 DO $$
 DECLARE
+    made record;
+    fn pg_catalog.regprocedure;
     old_acl pg_catalog.aclitem[];
+    fresh_acl pg_catalog.aclitem[];
+    owner_id pg_catalog.oid;
     grant_item record;
 BEGIN
-    SELECT p.proacl INTO old_acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           'lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb)'::pg_catalog.regprocedure;
-    DROP FUNCTION lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb);
-    CREATE FUNCTION lance_rest(method text, path text, query text DEFAULT NULL, body text DEFAULT NULL,
-                               headers jsonb DEFAULT NULL,
-                               OUT status integer, OUT response_headers jsonb, OUT response_body text,
-                               OUT key_id text)
-        AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
-    -- NULL: the default (EXECUTE for PUBLIC), which the new function has
-    IF old_acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb) FROM PUBLIC;
+    FOR made IN
+        SELECT * FROM (VALUES
+            ('lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb)',
+             'CREATE FUNCTION lance_rest(method text, path text, query text DEFAULT NULL, body text DEFAULT NULL,
+                                         headers jsonb DEFAULT NULL,
+                                         OUT status integer, OUT response_headers jsonb, OUT response_body text,
+                                         OUT key_id text)
+                  AS ''MODULE_PATHNAME'' LANGUAGE C VOLATILE',
+             NULL),
+            ('lance_list_api_keys()',
+             'CREATE FUNCTION lance_list_api_keys(
+                  OUT id text, OUT role regrole, OUT created_by regrole, OUT created_at timestamptz,
+                  OUT expires_at timestamptz, OUT last_used_at timestamptz)
+              RETURNS SETOF record
+                  AS ''MODULE_PATHNAME'' LANGUAGE C STABLE',
+             'lance_admin')) AS f(signature, definition, only_for)
+    LOOP
+        SELECT p.proacl, p.proowner INTO old_acl, owner_id FROM pg_catalog.pg_proc p
+         WHERE p.oid OPERATOR(pg_catalog.=) made.signature::pg_catalog.regprocedure;
+        EXECUTE 'DROP FUNCTION ' OPERATOR(pg_catalog.||) made.signature;
+        EXECUTE made.definition;
+        fn := made.signature::pg_catalog.regprocedure;
+        -- what the install script grants: a fresh install's initial privileges
+        IF made.only_for IS NOT NULL THEN
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', fn, made.only_for);
+        END IF;
+        SELECT p.proacl INTO fresh_acl FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) fn;
+        -- then the old function's privileges, and no other (NULL: the
+        -- default, EXECUTE for PUBLIC)
         FOR grant_item IN
-            SELECT a.grantee, a.is_grantable FROM pg_catalog.aclexplode(old_acl) a
-             WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+            SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(
+                       COALESCE(fresh_acl, pg_catalog.acldefault('f', owner_id))) a
+             WHERE a.grantee OPERATOR(pg_catalog.<>) owner_id
         LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb) TO %s%s',
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', fn,
+                                      CASE WHEN grant_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                           ELSE grant_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR grant_item IN
+            SELECT a.grantee, a.is_grantable FROM pg_catalog.aclexplode(
+                       COALESCE(old_acl, pg_catalog.acldefault('f', owner_id))) a
+             WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+               AND a.grantee OPERATOR(pg_catalog.<>) owner_id
+        LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', fn,
                                       CASE WHEN grant_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                                            ELSE grant_item.grantee::pg_catalog.regrole::pg_catalog.text END,
                                       CASE WHEN grant_item.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
-        -- Those grants, made in this script, were recorded as the
-        -- extension's initial privileges; they are the administrator's.  A
-        -- fresh CREATE EXTENSION records none for lance_rest, and pg_dump
-        -- dumps what differs from them: without this, a dump of the updated
-        -- database would leave the administrator's grants out.
+        -- Every GRANT and REVOKE of this script was recorded as the
+        -- extension's initial privileges: put back a fresh install's, which
+        -- records those of its own GRANT and REVOKE, and none for a
+        -- function it grants nothing on.
         DELETE FROM pg_catalog.pg_init_privs
-         WHERE objoid OPERATOR(pg_catalog.=)
-               'lance_rest(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb)'::pg_catalog.regprocedure
+         WHERE objoid OPERATOR(pg_catalog.=) fn::pg_catalog.oid
            AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    END IF;
+        IF made.only_for IS NOT NULL THEN
+            INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+            VALUES (fn::pg_catalog.oid, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fresh_acl);
+        END IF;
+    END LOOP;
 END
 $$;
 
@@ -212,15 +252,9 @@ ALTER TABLE lance_catalog.api_key
 CREATE FUNCTION lance_create_api_key(role name, valid_for interval) RETURNS text
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 
-DROP FUNCTION lance_list_api_keys();
-CREATE FUNCTION lance_list_api_keys(
-    OUT id text, OUT role regrole, OUT created_by regrole, OUT created_at timestamptz,
-    OUT expires_at timestamptz, OUT last_used_at timestamptz)
-RETURNS SETOF record
-    AS 'MODULE_PATHNAME' LANGUAGE C STABLE;
-
-REVOKE EXECUTE ON FUNCTION lance_create_api_key(name, interval), lance_list_api_keys() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION lance_create_api_key(name, interval), lance_list_api_keys() TO lance_admin;
+-- (lance_list_api_keys() is made anew at the top, with its privileges.)
+REVOKE EXECUTE ON FUNCTION lance_create_api_key(name, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_create_api_key(name, interval) TO lance_admin;
 
 -- Rights on the catalog: the table this update makes took the default
 -- privileges of the role running it (ALTER DEFAULT PRIVILEGES ... GRANT ALL

@@ -30,6 +30,8 @@ same() {
 
 # a role the database's default privileges give everything made from now on
 DEFAULTS_ROLE=ln_dump_defaults
+# a role default privileges set after an install give functions made from then on
+LATE_ROLE=ln_dump_late
 
 # Manifest names (V2: 20-digit 2^64-1-version) for versions 1..4.
 V2=(x 18446744073709551614 18446744073709551613 18446744073709551612 18446744073709551611)

@@ -396,10 +396,31 @@ same "the user's view reads the change log after the update" "CreateNamespace {f
 # keys (catalog_keys); a setting made after it without "vend" hands out no
 # key.  (The row is written as 0.5.0's lance_set_storage wrote it: this
 # library refuses to run on the 0.5.0 schema.)
+# The functions the update makes anew keep their privileges exactly: a
+# grant an administrator made stays, and the default privileges of the role
+# running the update (here for LATE_ROLE, set after the install) add none.
 D postgres -c 'CREATE DATABASE vendupg' >/dev/null
+D postgres -c "CREATE ROLE $LATE_ROLE NOLOGIN" >/dev/null
 D vendupg -c "CREATE EXTENSION lance_namespace VERSION '0.5.0'" \
 	-c "INSERT INTO lance_catalog.storage (location, options) VALUES ('s3://old-bucket/t', '{\"aws_access_key_id\": \"AKOLD\", \"aws_secret_access_key\": \"old secret\"}')" \
+	-c "GRANT EXECUTE ON FUNCTION lance_list_api_keys() TO $ROLE" \
+	-c "REVOKE EXECUTE ON FUNCTION lance_rest(text, text, text, text, jsonb) FROM PUBLIC" \
+	-c "ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO $LATE_ROLE" \
 	-c 'ALTER EXTENSION lance_namespace UPDATE' >/dev/null
+same "the functions made anew keep their grants, and no default privilege is added" \
+	"t f f | f f f" \
+	"$(D vendupg -c "SELECT string_agg(concat_ws(' ', has_function_privilege('$ROLE', f, 'EXECUTE'),
+	                                         has_function_privilege('$LATE_ROLE', f, 'EXECUTE'),
+	                                         has_function_privilege('public', f, 'EXECUTE')), ' | ' ORDER BY f)
+	                   FROM unnest(ARRAY['lance_list_api_keys()', 'lance_rest(text, text, text, text, jsonb)']) f" 2>&1)"
+# (lance_list_api_keys' initial privileges are a fresh install's by the
+# same role, which its default privileges give LATE_ROLE: the dump revokes
+# that, so a restore keeps the function's privileges as they are here.)
+same "a dump of that database carries the grant on lance_list_api_keys and the revoke on lance_rest" \
+	"$(printf '%s\n' "GRANT ALL ON FUNCTION public.lance_list_api_keys TO $ROLE;" \
+		"REVOKE ALL ON FUNCTION public.lance_list_api_keys FROM $LATE_ROLE;" "REVOKE ALL ON FUNCTION public.lance_rest FROM PUBLIC;")" \
+	"$("$PG_BIN/pg_dump" -s -U postgres -h "$SOCK" -p "$PORT" vendupg 2>/dev/null |
+		sed -n 's/^\(REVOKE\|GRANT\) \(.*\) ON FUNCTION public\.\(lance_rest\|lance_list_api_keys\)(.*) \(FROM\|TO\) \(.*\)$/\1 \2 ON FUNCTION public.\3 \4 \5/p' | sort)"
 settings vendupg
 D vendupg >/dev/null <<'SQL'
 SELECT lance_set_storage('{"location": "s3://new-bucket/t", "options": {"aws_access_key_id": "AKNEW", "aws_secret_access_key": "new secret"}}');
