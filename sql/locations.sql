@@ -209,6 +209,10 @@ SELECT lance_deregister_table('{"id": ["wns", "placed"]}') ? 'location' AS dereg
 SELECT lance_register_table('{"id": ["wns", "placed"], "location": "s3://pond/tenant2/t.lance"}') ->> 'location' AS registered;
 SELECT lance_drop_namespace('{"id": ["wns", "ahead"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SELECT lance_set_storage('{"location": "s3://pond", "options": {}}') ->> 'location' AS set;
+-- below a setting that covers them, the tables are managed already: a
+-- narrower setting takes nothing over
+SELECT lance_register_table('{"id": ["wns", "deep"], "location": "s3://pond/deep/t.lance"}') ->> 'location' AS registered;
+SELECT lance_set_storage('{"location": "s3://pond/deep", "options": {}}') ->> 'location' AS set;
 -- more than ten are named as ten, and "more"
 SELECT count(*) AS registered
   FROM generate_series(1, 12) i,
@@ -218,7 +222,7 @@ SELECT lance_set_storage('{"location": "s3://river", "options": {}}');
 SELECT lance_register_table('{"id": ["wns", "inner"], "location": "s3://river/t1/inner"}') ->> 'location' AS registered;
 SELECT lance_set_storage('{"location": "s3://river", "options": {}, "take_over": true}');
 SELECT lance_remove_storage(jsonb_build_object('location', l)) ->> 'location' AS removed
-  FROM unnest(ARRAY['s3://pond', 's3://pond/tenant', 's3://pond/tenant2', 's3://pond/up2']) l;
+  FROM unnest(ARRAY['s3://pond', 's3://pond/deep', 's3://pond/tenant', 's3://pond/tenant2', 's3://pond/up2']) l;
 
 -- clean up
 SELECT lance_drop_namespace('{"id": ["wns"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;

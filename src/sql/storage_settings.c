@@ -109,8 +109,9 @@ named_list(char **ids, int n)
 
 /*
  * A new setting takes over what lies at its prefix: the tables there become
- * managed (the catalog writes their manifests and hands the setting's keys
- * to whoever may read them), and so do the tables namespaces with a
+ * managed (the catalog writes their manifests and hands whoever may read
+ * them what the setting's vend allows, the setting's own keys with
+ * catalog_keys), and so do the tables namespaces with a
  * "location" property at, below or above the prefix place there from now
  * on.  Tables and namespace locations a writer chose where nothing was
  * managed are then the writer's way into the prefix, so the administrator
@@ -129,7 +130,11 @@ check_take_over(const char *key)
 	int ntables;
 	int nnamespaces;
 
-	if (catalog_find_storage(key, &prefix, &options, &vend) && strcmp(prefix, key) == 0)
+	/*
+	 * Under a setting at or above the prefix (one being replaced, or a
+	 * broader one), everything there is managed already.
+	 */
+	if (catalog_find_storage(key, &prefix, &options, &vend))
 		return;
 	ntables = catalog_tables_coming_under(key, NAMED_AT_MOST + 1, &tables);
 	nnamespaces = catalog_namespaces_located_near(key, NAMED_AT_MOST + 1, &namespaces);
