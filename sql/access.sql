@@ -312,8 +312,8 @@ RESET ROLE;
 SELECT xmin = :'noted' AS not_written_again FROM lance_catalog.api_key WHERE id = substr(:'hour_key', 1, 16);
 UPDATE lance_catalog.api_key SET expires_at = now() - interval '1 second' WHERE id = substr(:'hour_key', 1, 16);
 SET ROLE regress_ln_gateway;
-SELECT status, response_body FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL,
-                                             jsonb_build_object('x-api-key', :'hour_key'));
+SELECT status, response_body, key_id IS NULL AS logged_as_none
+  FROM lance_rest('GET', '/v1/namespace/acl/list', NULL, NULL, jsonb_build_object('x-api-key', :'hour_key'));
 RESET ROLE;
 SELECT lance_revoke_api_key(:'hour_key') AND lance_revoke_api_key(:'forever_key') AS revoked;
 -- an administrator that is no superuser manages keys, but not a superuser's

@@ -54,9 +54,9 @@ is_lower_hex(const char *s, int len)
 /*
  * The role API key `key` acts as, or InvalidOid if it is not a key this
  * catalog made (or it was revoked, or it has expired: *expired).  With a
- * role, or when it expired, *key_id (when not NULL) is the key's id ("lnk_"
- * and 12 hexadecimal digits), palloc'd: the id of a key the catalog
- * authenticated, never one merely sent.
+ * role, *key_id (when not NULL) is the key's id ("lnk_" and 12 hexadecimal
+ * digits), palloc'd: the id of a key the catalog authenticated, never one
+ * merely sent (an expired key answers 401 and is logged as none).
  */
 Oid
 api_key_role(const char *key, char **key_id, bool *expired)
@@ -75,7 +75,7 @@ api_key_role(const char *key, char **key_id, bool *expired)
 	catalog_begin();
 	role = catalog_authenticate(id, key, expired);
 	catalog_end();
-	if (key_id != NULL && (OidIsValid(role) || *expired))
+	if (key_id != NULL && OidIsValid(role))
 		*key_id = pstrdup(id);
 	return role;
 }
