@@ -48,8 +48,8 @@
 #define LN_PROC_LXID(proc) ((proc)->lxid)
 #endif
 
-/* 17 renamed the look-up of a backend's status by its 1-based index. */
-#if PG_VERSION_NUM >= 170000
+/* 16 renamed the look-up of a backend's status by its 1-based index. */
+#if PG_VERSION_NUM >= 160000
 #define LN_LOCAL_BEENTRY(index) pgstat_get_local_beentry_by_index(index)
 #else
 #define LN_LOCAL_BEENTRY(index) pgstat_fetch_stat_local_beentry(index)

@@ -476,7 +476,14 @@ lance_change_in_flight(PG_FUNCTION_ARGS)
 static TimestampTz
 transaction_start(int pid)
 {
-	int n = pgstat_fetch_stat_numbackends();
+	int n;
+
+	/*
+	 * The statistics are read once per transaction otherwise: a reader that
+	 * polls in one transaction would be told of an older holder, or of none.
+	 */
+	pgstat_clear_backend_activity_snapshot();
+	n = pgstat_fetch_stat_numbackends();
 
 	for (int i = 1; i <= n; i++)
 	{
