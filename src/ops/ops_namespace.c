@@ -56,8 +56,8 @@ static const LnEnumValue drop_behaviors[] = {
  */
 /*
  * Where the catalog manages versions (below lance_namespace.local_roots or
- * an S3 storage setting) it writes and removes files, and hands the
- * setting's keys to the tables' callers: which tables go there is an
+ * an S3 storage setting) it writes and removes files, and vends credentials
+ * for the tables to their callers: which tables go there is an
  * administrator's choice.  A namespace's "location" property is where its
  * tables go, and its namespaces' tables below, one folder per level.  So
  * another role may give a namespace a location only where no managed prefix
