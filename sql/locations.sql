@@ -56,6 +56,16 @@ SELECT l AS location, pg_temp.try_as('regress_loc_writer', pg_catalog.format(
   FROM unnest(ARRAY['s3://lake', 's3://lake/', 's3://lake/cat', 's3://lake/cat/', 's3://lake//cat',
                     's3://lake/x/../cat', 's3://lake/%63at', 's3://lake/cat/sub', 'S3://lake/cat/sub',
                     's3://lake/catalog', 's3://lake/ca', 's3://lake2', 's3://lake2/cat', 's3://lakes/x']) l;
+-- A location the catalog cannot place, which a client may still read as a
+-- managed prefix, is refused to a writer (13): white space around it, the
+-- other S3 schemes, an HTTP address, a file URI of another host, a relative
+-- path.  Another store's URI is a writer's to give.
+SELECT l AS location, pg_temp.try_as('regress_loc_writer', pg_catalog.format(
+           'SELECT lance_create_namespace(%L)',
+           jsonb_build_object('id', ARRAY['wns', 'n'], 'properties', jsonb_build_object('location', l)))) AS outcome
+  FROM unnest(ARRAY[' s3://lake/cat/x', 's3://lake/cat/x ', 's3a://lake/cat/x', 'S3N://lake/cat/x',
+                    'https://lake.s3.amazonaws.com/cat/x', 'file://127.0.0.1/tmp/x', 'tables/x', '://x',
+                    'gs://lake/cat/x', 'az://lake/cat/x', 'memory://x']) l;
 
 --
 -- Derived locations are checked where they are derived.  An administrator

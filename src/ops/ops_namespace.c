@@ -79,10 +79,22 @@ check_location_property(const LnRequest *req, const LnMap *properties)
 	storage_check_location_spelling(location);
 	if (location[0] == '\0' || access_caller_is_admin())
 		return;
-	/* no local path and no S3 location: nothing there or below is ever managed */
+	/*
+	 * No local path and no S3 location: another store's, where nothing is
+	 * ever managed, or a spelling the catalog cannot place, which a client
+	 * may read as a managed prefix (" s3://lake/cat", "s3a://lake/cat").
+	 */
 	folder = location_folder_key(location);
 	if (folder == NULL)
+	{
+		if (!location_is_other_store(location))
+			ln_error_detail(LN_INVALID_INPUT,
+							"Give an s3:// URI, an absolute local path or a URI of another store "
+							"(gs://, az://, ...), or ask an administrator.",
+							"the catalog cannot tell where location \"%s\" of namespace \"%s\" is",
+							location_for_message(location), ln_id_string(&req->id, req->id.len));
 		return;
+	}
 	if (storage_managing_prefix(location) != NULL || storage_local_root_below(location) != NULL ||
 		(!storage_is_local(location) && catalog_storage_below(folder) != NULL))
 		ln_error_detail(LN_PERMISSION_DENIED,

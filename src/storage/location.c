@@ -437,6 +437,34 @@ location_folder_key(const char *location)
 }
 
 /*
+ * Whether `location`, which location_folder_key cannot place, is a URI of a
+ * store the catalog never manages (gs://, az://, memory://, ...): a scheme,
+ * "://", and no white space or control character at either end.  Not a
+ * spelling a client reads as S3 or as a local path where the catalog does
+ * not (s3a://, s3n://, http(s):// of an S3 endpoint, file:// with a host, a
+ * relative path), which could name a managed prefix the catalog cannot
+ * see.
+ */
+bool
+location_is_other_store(const char *location)
+{
+	static const char *const near_managed[] = {"s3", "s3a", "s3n", "http", "https", "file", NULL};
+	size_t len = strlen(location);
+	size_t scheme_len =
+		strspn(location, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+
+	if (len == 0 || (unsigned char)location[0] <= ' ' || (unsigned char)location[len - 1] <= ' ' ||
+		scheme_len == 0 || !isalpha((unsigned char)location[0]) ||
+		strncmp(location + scheme_len, "://", 3) != 0)
+		return false;
+	for (int i = 0; near_managed[i] != NULL; i++)
+		if (strlen(near_managed[i]) == scheme_len &&
+			pg_strncasecmp(location, near_managed[i], scheme_len) == 0)
+			return false;
+	return true;
+}
+
+/*
  * lance_catalog.local_path(location): for comparing table folders however
  * spelled (location_folder_key; the name is older than S3 support).
  */

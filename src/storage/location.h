@@ -22,6 +22,7 @@ extern const char *location_s3_authority_extra(const char *location);
 extern char *location_for_message(const char *location);
 extern bool location_s3_parse(const char *location, char **bucket, char **key);
 extern char *location_folder_key(const char *location);
+extern bool location_is_other_store(const char *location);
 extern bool location_path_is_plain(const char *path);
 extern char *location_percent_decode(const char *s, size_t len, bool plus_is_space);
 
