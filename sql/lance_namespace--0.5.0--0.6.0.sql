@@ -110,10 +110,13 @@ UPDATE lance_catalog.change c
 -- A reader held back is told by whom: the holder of the first entry of the
 -- gap, once that transaction began longer ago than a writer may idle.
 -- (0.6.0) The first entry numbered from lo to hi that may still commit, the
--- process whose transaction holds it and when that transaction began; all
--- NULL if none.  Whom lance_changes() names to a reader held back.
+-- process whose transaction holds it, when that transaction began (NULL to
+-- a caller that may not see it in pg_stat_activity) and whether that is
+-- longer ago than lance_namespace.change_idle_timeout; all NULL if none.
+-- Whom lance_changes() names to a reader held back.
 CREATE FUNCTION lance_catalog.change_holder(lo bigint, hi bigint,
-                                            OUT seq bigint, OUT pid integer, OUT since timestamptz)
+                                            OUT seq bigint, OUT pid integer, OUT since timestamptz,
+                                            OUT overdue boolean)
     AS 'MODULE_PATHNAME', 'lance_change_holder' LANGUAGE C VOLATILE STRICT;
 
 -- The change log in commit order: the entries after `after`, at most
@@ -177,10 +180,11 @@ BEGIN
                 -- held back longer than a writer may idle: say by whom, so
                 -- that the reader (or an administrator) can act on it
                 SELECT * INTO holder FROM lance_catalog.change_holder(expected, found_seq - 1);
-                IF holder.since <= pg_catalog.clock_timestamp()
-                       - pg_catalog.current_setting('lance_namespace.change_idle_timeout')::interval THEN
-                    RAISE NOTICE 'the change feed is held back at entry % by process %, whose transaction began at %',
-                                 holder.seq, holder.pid, holder.since
+                IF holder.overdue THEN
+                    RAISE NOTICE 'the change feed is held back at entry % by process %, whose transaction began %',
+                                 holder.seq, holder.pid,
+                                 COALESCE('at ' OPERATOR(pg_catalog.||) holder.since::text,
+                                          'longer ago than lance_namespace.change_idle_timeout')
                         USING DETAIL = pg_catalog.jsonb_build_object('held_back_at', holder.seq,
                                            'pid', holder.pid, 'since', holder.since)::text,
                               HINT = pg_catalog.format('An administrator can end it: SELECT pg_terminate_backend(%s);',

@@ -25,6 +25,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "commands/async.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -32,6 +33,7 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/sinvaladt.h"
+#include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
@@ -469,12 +471,13 @@ lance_change_in_flight(PG_FUNCTION_ARGS)
 }
 
 /*
- * The backend's transaction start, 0 if unknown: the activity statistics,
- * read whatever the caller may see of them in pg_stat_activity (a reader
- * learns when its holder began, nothing of what it runs).
+ * The backend's transaction start, 0 if unknown, from the activity
+ * statistics; *visible says whether the caller may see it as
+ * pg_stat_activity shows it (the backend's role's privileges, or
+ * pg_read_all_stats).  Nothing of what the backend runs.
  */
 static TimestampTz
-transaction_start(int pid)
+transaction_start(int pid, bool *visible)
 {
 	int n;
 
@@ -490,8 +493,15 @@ transaction_start(int pid)
 		LocalPgBackendStatus *local = LN_LOCAL_BEENTRY(i);
 
 		if (local != NULL && local->backendStatus.st_procpid == pid)
+		{
+			Oid holder_role = local->backendStatus.st_userid;
+
+			*visible = has_privs_of_role(GetUserId(), holder_role) ||
+					   has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 			return local->backendStatus.st_xact_start_timestamp;
+		}
 	}
+	*visible = false;
 	return 0;
 }
 
@@ -573,8 +583,8 @@ lance_change_holder(PG_FUNCTION_ARGS)
 	int64 lo = PG_GETARG_INT64(0);
 	int64 hi = PG_GETARG_INT64(1);
 	TupleDesc desc;
-	Datum values[3] = {0};
-	bool nulls[3] = {true, true, true};
+	Datum values[4] = {0};
+	bool nulls[4] = {true, true, true, true};
 	int64 number = 0;
 	int pid = 0;
 
@@ -582,15 +592,24 @@ lance_change_holder(PG_FUNCTION_ARGS)
 		elog(ERROR, "lance_change_holder must return a record");
 	if (entry_lock_holder(lo, hi, &number, &pid))
 	{
-		TimestampTz since = pid != 0 ? transaction_start(pid) : 0;
+		bool visible = false;
+		TimestampTz since = pid != 0 ? transaction_start(pid, &visible) : 0;
 
 		values[0] = Int64GetDatum(number);
 		values[1] = Int32GetDatum(pid);
 		nulls[0] = nulls[1] = false;
-		if (since != 0)
+		/* when it began, to a caller that may see it in pg_stat_activity */
+		if (since != 0 && visible)
 		{
 			values[2] = TimestampTzGetDatum(since);
 			nulls[2] = false;
+		}
+		/* whether it began longer ago than a writer may idle, to all */
+		if (since != 0)
+		{
+			values[3] =
+				BoolGetDatum(since <= GetCurrentTimestamp() - (int64)change_idle_timeout * 1000);
+			nulls[3] = false;
 		}
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));

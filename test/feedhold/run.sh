@@ -11,7 +11,9 @@
 #   named  one with change_idle_timeout = 0 (no bound) makes a change and
 #          stays; a reader whose own bound is 1s, held back longer than that,
 #          gets a NOTICE naming the holder's process, its pid in the DETAIL's
-#          JSON; once the holder rolls back, the reader gets what was behind it.
+#          JSON (and when its transaction began, unless the reader may
+#          not see the holder in pg_stat_activity); once the holder rolls
+#          back, the reader gets what was behind it.
 #
 # Runs as root (or postgres); prints "  ok    <check>" / "  FAIL  <check>" per
 # check; exits 0 only when every check passed.
@@ -132,6 +134,17 @@ else
 	fail "its DETAIL holds them as JSON" "got: $notice"
 fi
 check "and the reader gets nothing past the holder's number meanwhile" 0 "$(grep -x '[0-9][0-9]*' <<<"$notice" | tail -n 1)"
+# A reader that may not see the holder in pg_stat_activity learns its
+# process, but not when its transaction began.
+sql -c "CREATE ROLE ln_feed_stranger NOLOGIN" >/dev/null
+out="$(sql -c "SET lance_namespace.change_idle_timeout = '1s'" -c "SET ROLE ln_feed_stranger" \
+	-c "SELECT count(*) FROM lance_changes($base) WHERE operation IS NOT NULL" 2>&1)"
+if [[ "$out" == *"NOTICE:  the change feed is held back at entry $((base + 1)) by process $holder, whose transaction began longer ago than lance_namespace.change_idle_timeout"* &&
+	"$out" == *"DETAIL:  {\"pid\": $holder, \"since\": null, \"held_back_at\": $((base + 1))}"* ]]; then
+	pass "a reader that may not see the holder's activity gets its process, not when it began"
+else
+	fail "a reader that may not see the holder's activity gets its process, not when it began" "got: $out"
+fi
 end_holder 'ROLLBACK;'
 check "once the holder rolls back, the reader gets what was behind it" 1 \
 	"$(sql -c "SELECT count(*) FROM lance_changes($base) WHERE objects = '{behind}'")"
