@@ -595,3 +595,43 @@ lance_change_holder(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
+
+/*
+ * lance_namespace.change_idle_timeout as this process has it (ms; 0: no
+ * bound): the background worker's launcher, which has no database, reads
+ * the server's setting (postgresql.conf, ALTER SYSTEM).
+ */
+int
+changes_idle_bound(void)
+{
+	return change_idle_timeout;
+}
+
+/*
+ * Every entry lock a backend holds, in every database: one pass over the
+ * lock table, whose size the server's settings bound.  Prepared
+ * transactions (no process) are left out.  The array is palloc'd in the
+ * current context; the count is returned.
+ */
+int
+changes_entry_holds(ChangeEntryHold **holds)
+{
+	LockData *locks = GetLockStatusData();
+	int n = 0;
+
+	*holds = palloc(sizeof(ChangeEntryHold) * Max(locks->nelements, 1));
+	for (int i = 0; i < locks->nelements; i++)
+	{
+		const LockInstanceData *lock = &locks->locks[i];
+		const LOCKTAG *tag = &lock->locktag;
+
+		if (tag->locktag_type != LOCKTAG_ADVISORY || tag->locktag_field4 != CHANGE_ENTRY_LOCK ||
+			lock->pid == 0 || (lock->holdMask & LOCKBIT_ON(ExclusiveLock)) == 0)
+			continue;
+		(*holds)[n].pid = lock->pid;
+		(*holds)[n].database = tag->locktag_field1;
+		(*holds)[n].number = (int64)(((uint64)tag->locktag_field2 << 32) | tag->locktag_field3);
+		n++;
+	}
+	return n;
+}
