@@ -18,8 +18,11 @@
  * A transaction that holds an entry's lock holds every reader back, so it
  * may idle at most lance_namespace.change_idle_timeout: taking the lock sets
  * idle_in_transaction_session_timeout to that bound for the rest of the
- * transaction.  A reader held back anyway is told who holds it
- * (lance_catalog.change_holder(), used by lance_changes()).
+ * transaction.  That does not reach a writer that sets the timeout again,
+ * nor one that never sends Sync (its backend waits for the next message
+ * "active"): the background worker ends those (maintenance/feed_guard.c,
+ * with changes_entry_holds()).  A reader held back anyway is told who holds
+ * it (lance_catalog.change_holder(), used by lance_changes()).
  */
 #include "postgres.h"
 
@@ -222,10 +225,13 @@ release_entry_lock_on_subabort(SubXactEvent event, SubTransactionId subxact,
  * may idle: idle_in_transaction_session_timeout for the rest of it, unless
  * that is set lower already.  SET LOCAL's semantics: it ends with the
  * transaction, or with the subtransaction that took the lock if that aborts
- * (and the lock with it).  A caller that sets it again afterwards, or that
- * keeps running statements, still holds readers back: lance_changes() names
- * its process to them.  Outside a transaction block the transaction ends
- * with the statement and never idles: nothing to bound (nor to pay for).
+ * (and the lock with it).  A caller that sets it again afterwards is ended by
+ * the background worker if it is preloaded; one that keeps running
+ * statements still holds readers back: lance_changes() names its process to
+ * them.  Outside a transaction block the transaction ends with the
+ * statement, or at the extended protocol's Sync, which a client may withhold
+ * while the backend counts as "active": no idle timeout of PostgreSQL's
+ * reaches that, the background worker does.
  */
 static void
 bound_idle_time(void)
