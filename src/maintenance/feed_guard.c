@@ -28,7 +28,10 @@
  * statement's run time, and would end a pipelining client whose statement
  * ran long just as it waits for the next message.  That wait counts from
  * when a check first saw the backend waiting with the same state_change
- * instead: late by at most one check period, never early.
+ * instead: late by at most one check period, never early.  (A COPY FROM
+ * STDIN is "active" and reads from its client too, with one state_change
+ * throughout: one that every check over the bound finds waiting for data is
+ * ended, even if its client sent some in between.)
  *
  * A backend that runs a statement, however long, or waits on a lock is not
  * waiting on its client and is left alone (statement_timeout bounds it); so
