@@ -18,8 +18,11 @@
  * A transaction that holds an entry's lock holds every reader back, so it
  * may idle at most lance_namespace.change_idle_timeout: taking the lock sets
  * idle_in_transaction_session_timeout to that bound for the rest of the
- * transaction.  A reader held back anyway is told who holds it
- * (lance_catalog.change_holder(), used by lance_changes()).
+ * transaction.  That does not reach a writer that sets the timeout again,
+ * nor one that never sends Sync (its backend waits for the next message
+ * "active"): the background worker ends those (maintenance/feed_guard.c,
+ * with changes_entry_holds()).  A reader held back anyway is told who holds
+ * it (lance_catalog.change_holder(), used by lance_changes()).
  */
 #include "postgres.h"
 
@@ -224,10 +227,13 @@ release_entry_lock_on_subabort(SubXactEvent event, SubTransactionId subxact,
  * may idle: idle_in_transaction_session_timeout for the rest of it, unless
  * that is set lower already.  SET LOCAL's semantics: it ends with the
  * transaction, or with the subtransaction that took the lock if that aborts
- * (and the lock with it).  A caller that sets it again afterwards, or that
- * keeps running statements, still holds readers back: lance_changes() names
- * its process to them.  Outside a transaction block the transaction ends
- * with the statement and never idles: nothing to bound (nor to pay for).
+ * (and the lock with it).  A caller that sets it again afterwards is ended by
+ * the background worker if it is preloaded; one that keeps running
+ * statements still holds readers back: lance_changes() names its process to
+ * them.  Outside a transaction block the transaction ends with the
+ * statement, or at the extended protocol's Sync, which a client may withhold
+ * while the backend counts as "active": no idle timeout of PostgreSQL's
+ * reaches that, the background worker does.
  */
 static void
 bound_idle_time(void)
@@ -613,4 +619,44 @@ lance_change_holder(PG_FUNCTION_ARGS)
 		}
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * lance_namespace.change_idle_timeout as this process has it (ms; 0: no
+ * bound): the background worker's launcher, which has no database, reads
+ * the server's setting (postgresql.conf, ALTER SYSTEM).
+ */
+int
+changes_idle_bound(void)
+{
+	return change_idle_timeout;
+}
+
+/*
+ * Every entry lock a backend holds, in every database: one pass over the
+ * lock table, whose size the server's settings bound.  Prepared
+ * transactions (no process) are left out.  The array is palloc'd in the
+ * current context; the count is returned.
+ */
+int
+changes_entry_holds(ChangeEntryHold **holds)
+{
+	LockData *locks = GetLockStatusData();
+	int n = 0;
+
+	*holds = palloc(sizeof(ChangeEntryHold) * Max(locks->nelements, 1));
+	for (int i = 0; i < locks->nelements; i++)
+	{
+		const LockInstanceData *lock = &locks->locks[i];
+		const LOCKTAG *tag = &lock->locktag;
+
+		if (tag->locktag_type != LOCKTAG_ADVISORY || tag->locktag_field4 != CHANGE_ENTRY_LOCK ||
+			lock->pid == 0 || (lock->holdMask & LOCKBIT_ON(ExclusiveLock)) == 0)
+			continue;
+		(*holds)[n].pid = lock->pid;
+		(*holds)[n].database = tag->locktag_field1;
+		(*holds)[n].number = (int64)(((uint64)tag->locktag_field2 << 32) | tag->locktag_field3);
+		n++;
+	}
+	return n;
 }

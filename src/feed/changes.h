@@ -15,4 +15,15 @@ extern void changes_queue_drop(const char *location);
 extern void changes_set_properties(const LnMap *properties);
 extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers);
 
+/* A backend's hold on a change-log entry, in any database. */
+typedef struct ChangeEntryHold
+{
+	int pid;
+	Oid database;
+	int64 number;
+} ChangeEntryHold;
+
+extern int changes_idle_bound(void);
+extern int changes_entry_holds(ChangeEntryHold **holds);
+
 #endif /* LN_CHANGES_H */

@@ -29,6 +29,7 @@
 #include "utils/snapmgr.h"
 
 #include "../storage/storage.h"
+#include "feed_guard.h"
 #include "maintenance.h"
 #include "worker.h"
 
@@ -153,9 +154,8 @@ lance_maintenance_launcher_main(Datum arg)
 			list_free(databases);
 			first_round = false;
 		}
-		(void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						(maintenance_interval > 0 ? maintenance_interval : 60) * 1000L,
-						PG_WAIT_EXTENSION);
+		/* and, meanwhile, end writers that hold the change feed back idly */
+		feed_guard_wait((maintenance_interval > 0 ? maintenance_interval : 60) * 1000L);
 		ResetLatch(MyLatch);
 	}
 }
