@@ -222,6 +222,35 @@ RETURNS SETOF record
 REVOKE EXECUTE ON FUNCTION lance_create_api_key(name, interval), lance_list_api_keys() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_create_api_key(name, interval), lance_list_api_keys() TO lance_admin;
 
+-- Operating the catalog (0.6.0).  The rows the statistics say a table or
+-- index holds, scaled to its current size as the planner does; NULL while
+-- it has none (never vacuumed or analyzed).  lance_stats() counts exactly
+-- below 100000 and estimates above.
+CREATE FUNCTION lance_catalog.estimated_rows(relation text) RETURNS bigint
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN c.reltuples < 0 THEN NULL
+                WHEN c.relpages = 0 THEN c.reltuples::bigint
+                ELSE (c.reltuples / c.relpages
+                      * (pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::integer))::bigint
+           END
+      FROM pg_catalog.pg_class c
+     WHERE c.oid = pg_catalog.to_regclass(relation);
+$$;
+
+-- Drops the drop processor failed, counted by lance_stats() without a scan
+-- of the change log (they are few; other entries cost nothing here).
+CREATE INDEX change_failed_drop_idx ON lance_catalog.change (seq) WHERE drop_failed;
+
+-- The catalog's size, its queues, the background worker's last rounds, the
+-- object stores' recent errors and who holds the change feed back, as
+-- jsonb (see the README, "Administration").  An administrator's call.
+CREATE FUNCTION lance_stats() RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_stats() TO lance_admin;
+
 -- Rights on the catalog: the table this update makes took the default
 -- privileges of the role running it (ALTER DEFAULT PRIVILEGES ... GRANT ALL
 -- ON TABLES TO ...): the same clean-up as a fresh install, over the whole

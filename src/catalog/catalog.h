@@ -124,6 +124,10 @@ extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at, TimestampTz **expires_at,
 								 TimestampTz **last_used_at);
 
+/* lance_stats()'s counts, queues and feed holder (catalog_stats.c) */
+extern char *catalog_stats(const char *rounds_json, const char *store_errors_json, bool preloaded,
+						   int interval_seconds);
+
 /* Page tokens that name a position without telling it (catalog_page_token.c) */
 extern char *catalog_page_token(int64 position);
 extern bool catalog_page_token_position(const char *token, int64 *position);

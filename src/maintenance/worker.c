@@ -26,8 +26,11 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/snapmgr.h"
 
+#include "../common/shared_stats.h"
 #include "../storage/storage.h"
 #include "maintenance.h"
 #include "worker.h"
@@ -62,6 +65,13 @@ worker_init(void)
 	snprintf(launcher.bgw_name, BGW_MAXLEN, "lance_namespace maintenance launcher");
 	snprintf(launcher.bgw_type, BGW_MAXLEN, "lance_namespace launcher");
 	RegisterBackgroundWorker(&launcher);
+}
+
+/* lance_namespace.maintenance_interval, for lance_stats(). */
+int
+worker_interval_seconds(void)
+{
+	return maintenance_interval;
 }
 
 /* The databases a round visits: those that accept connections. */
@@ -164,6 +174,10 @@ void
 lance_maintenance_main(Datum arg)
 {
 	bool sweep = MyBgworkerEntry->bgw_extra[0] == 's';
+	/* static: read after an error's longjmp, which may lose what locals held */
+	static LnWorkerRound round;
+	volatile bool in_catalog = false;
+	MemoryContext worker_cxt = CurrentMemoryContext;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -181,19 +195,46 @@ lance_maintenance_main(Datum arg)
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "lance_namespace maintenance");
-	if (OidIsValid(get_extension_oid("lance_namespace", true)))
+	round.database = MyDatabaseId;
+	round.started_at = GetCurrentTimestamp();
+	round.swept = -1;
+	PG_TRY();
 	{
-		(void)maintenance_process_drops(false);
-		(void)maintenance_finish_undo();
-		if (sweep)
-			(void)maintenance_sweep();
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "lance_namespace maintenance");
+		if (OidIsValid(get_extension_oid("lance_namespace", true)))
+		{
+			round.drops = maintenance_process_drops(false);
+			round.undo_steps = maintenance_finish_undo();
+			if (sweep)
+				round.swept = maintenance_sweep();
+			in_catalog = true;
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
 	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	PG_CATCH();
+	{
+		/* what lance_stats() says of this database's last round: then the error goes on */
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(worker_cxt);
+		edata = CopyErrorData();
+		round.error_at = GetCurrentTimestamp();
+		strlcpy(round.error, edata->message ? edata->message : "unknown error",
+				sizeof(round.error));
+		shared_stats_record_round(&round);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* databases without the extension are left at once, and not reported */
+	if (in_catalog)
+	{
+		round.finished_at = GetCurrentTimestamp();
+		shared_stats_record_round(&round);
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

@@ -75,6 +75,31 @@ else
 fi
 check "the dropped table's folder is gone" "absent" "$([[ -e "$location" ]] && echo present || echo absent)"
 
+# lance_stats() reports the worker's rounds: this database's last one, ended
+# without an error.
+if wait_for 120 "SELECT (lance_stats() -> 'worker' ->> 'preloaded')::boolean AND EXISTS (
+		SELECT FROM jsonb_array_elements(lance_stats() -> 'worker' -> 'rounds') r
+		 WHERE r ->> 'database' = 'worker' AND r ->> 'finished_at' IS NOT NULL
+		   AND r ->> 'last_error' IS NULL
+		   AND (r ->> 'finished_at')::timestamptz > now() - interval '1 minute')"; then
+	pass "lance_stats() shows the worker's last round in this database"
+else
+	fail "lance_stats() shows the worker's last round in this database"
+fi
+# and the errors of a storage setting's store, by code: one that does not answer
+sql <<'SQL' >/dev/null
+SELECT lance_set_storage('{"location": "s3://wbucket/", "options": {"aws_endpoint": "http://127.0.0.1:1", "allow_http": true, "aws_region": "us-east-1", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_declare_table('{"id": ["w", "on_s3"], "location": "s3://wbucket/on_s3"}');
+SQL
+for _ in 1 2; do
+	sql -c "SET lance_namespace.storage_timeout = '1s'" \
+		-c "SELECT lance_create_table_version('{\"id\": [\"w\", \"on_s3\"], \"version\": 1, \"manifest_path\": \"s3://wbucket/on_s3/_versions/1.manifest-staging\"}')" >/dev/null 2>&1 || true
+done
+check "lance_stats() counts the store's errors by code under its setting" '[{"code": "NoAnswer", "count": 2}]' \
+	"$(sql -c "SELECT jsonb_agg(e - 'last_at') FROM jsonb_array_elements(lance_stats() -> 'storage') s,
+	             jsonb_array_elements(s -> 'errors') e WHERE s ->> 'location' = 's3://wbucket'")"
+sql -c "SELECT lance_deregister_table('{\"id\": [\"w\", \"on_s3\"]}')" -c "SELECT lance_remove_storage('{\"location\": \"s3://wbucket/\"}')" >/dev/null
+
 # A file-level copy of the database (CREATE DATABASE ... TEMPLATE: the same
 # rows, another database) is not the catalog of record: the worker leaves
 # its drops queued and the data, which is the original's, in place, and says
