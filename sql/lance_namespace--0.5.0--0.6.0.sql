@@ -55,6 +55,14 @@ CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
     SELECT * FROM lance_catalog.change c
      WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
 
+-- The id of the API key a change was requested with through lance_rest()
+-- (never the key): two teams that share a role are told apart.  NULL for
+-- calls from SQL, for requests without a key, and for entries made before.
+ALTER TABLE lance_catalog.change ADD COLUMN key_id text;
+CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
+    SELECT * FROM lance_catalog.change c
+     WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
+
 -- The log keeps no credential-like context entry (the names
 -- ln_is_credential_name() matches), nor did it mean to: take out those
 -- that entries made before 0.6.0 kept as given.

@@ -138,7 +138,11 @@ CREATE TABLE lance_catalog.change (
     -- lance_namespace.logged_headers names, by lower-case name: apart from
     -- context, so that a caller cannot pass its own entries off as them.
     -- Before 0.6.0 both were in context (the headers as "header.<name>").
-    headers        jsonb NOT NULL DEFAULT '{}'
+    headers        jsonb NOT NULL DEFAULT '{}',
+    -- (0.6.0) The id of the API key lance_rest() authenticated the request
+    -- with (never the key): two teams that share a role are told apart.
+    -- NULL for calls from SQL, and for requests without a key.
+    key_id         text
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;

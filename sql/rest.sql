@@ -85,6 +85,17 @@ SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h4/create', NULL,
     '{"context": {"header.x-request-id": "forged", "header.x-trace-id": "forged-too", "header.authorization": "Bearer abc", "job": "nightly"}}',
     format('{"X-Request-Id": "r-4", "X-Api-Key": "%s"}', :'key')::jsonb);
 SELECT headers, context FROM lance_catalog.change WHERE objects = '{rs$h4}';
+-- The commit log names the key a change was requested with, by its id
+-- (never the key itself), and lance_changes() shows it; a request without a
+-- key (the anonymous role) and a call from SQL leave it NULL.
+SELECT objects, key_id = left(:'key', 16) AS by_key, key_id IS NULL AS no_key,
+       strpos(c::text, :'key') = 0 AS key_not_logged
+  FROM lance_catalog.change c WHERE objects IN ('{rs$h4}', '{rs$a b}') ORDER BY seq;
+SELECT lance_create_namespace('{"id": ["rs", "from_sql"]}') IS NOT NULL AS made;
+SELECT c.objects, c.key_id IS NULL AS no_key
+  FROM lance_changes(0, 100000) c WHERE c.objects IN ('{rs$h4}', '{rs$from_sql}') ORDER BY c.seq;
+SELECT c.key_id = left(:'key', 16) AS by_key
+  FROM lance_changes(0, 100000) c WHERE c.objects = '{rs$h4}';
 -- A context or headers past the bounds (64 members, 16384 bytes of keys and
 -- values): 400, code 13, and no entry.
 SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/create', NULL,

@@ -86,7 +86,7 @@ extern char *catalog_insert_change(const char *operation, int nobjects, char **o
 								   const int64 *namespace_ids, const LnMap *context,
 								   const LnMap *headers, const char *status,
 								   const LnMap *properties, const char *drop_location, Oid role_id,
-								   const char *role, int64 *seq);
+								   const char *role, const char *key_id, int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
 							   LnMap *properties, char **role, Oid *role_id);
 /*

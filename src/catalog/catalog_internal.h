@@ -98,7 +98,7 @@ typedef struct StatementDef
 {
 	const char *sql;
 	int nargs;
-	Oid argtypes[16];
+	Oid argtypes[20];
 } StatementDef;
 
 /*

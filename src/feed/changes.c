@@ -330,7 +330,8 @@ namespace_ids(int64 **ids)
  * its transaction id (NULL if it changed nothing).
  */
 char *
-changes_record(const char *operation, const LnMap *context, const LnMap *headers)
+changes_record(const char *operation, const LnMap *context, const LnMap *headers,
+			   const char *key_id)
 {
 	static bool callback_registered = false;
 	LOCKTAG gate;
@@ -361,7 +362,7 @@ changes_record(const char *operation, const LnMap *context, const LnMap *headers
 			operation, change.nobjects, change.objects, change.versions, change.has_version,
 			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, headers,
 			change.status, &change.properties, change.drop_location, access_caller(),
-			access_caller_name(), &number);
+			access_caller_name(), key_id, &number);
 		if (LN_MY_LXID() != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */

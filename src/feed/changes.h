@@ -13,6 +13,7 @@ extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 vers
 						  int64 object_id);
 extern void changes_queue_drop(const char *location);
 extern void changes_set_properties(const LnMap *properties);
-extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers);
+extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers,
+							const char *key_id);
 
 #endif /* LN_CHANGES_H */

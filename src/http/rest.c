@@ -369,6 +369,8 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 									delimiter && delimiter[0] ? delimiter : "$");
 		json_decode_http_request(body, id_segment ? &path_id : NULL, query, headers,
 								 op->request_members, &req);
+		/* the commit log names the key the request authenticated with */
+		req.key_id = key_id;
 		frame_execute(op, &req, &resp);
 		if (op->flags & LN_OP_EMPTY_ANSWER)
 			answer.status = 204;
