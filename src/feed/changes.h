@@ -16,4 +16,6 @@ extern void changes_set_properties(const LnMap *properties);
 extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers,
 							const char *key_id);
 
+extern char *changes_read_json(Oid schema, int64 after, int limit);
+
 #endif /* LN_CHANGES_H */
