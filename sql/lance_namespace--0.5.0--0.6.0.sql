@@ -259,6 +259,18 @@ CREATE FUNCTION lance_stats() RETURNS jsonb
 REVOKE EXECUTE ON FUNCTION lance_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_stats() TO lance_admin;
 
+-- The catalog follows a client's clean-up of old versions (0.6.0): look at
+-- up to max_tables tables with data after table id `after`, remove the
+-- versions of managed tables whose manifest storage says is gone (never the
+-- latest of a branch), and answer {"removed": n, "next_after": id} (0: the
+-- last table was reached).  The background worker does it every round; an
+-- administrator's call.
+CREATE FUNCTION lance_reconcile_versions(after bigint DEFAULT 0, max_tables integer DEFAULT 100)
+RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) TO lance_admin;
+
 -- Rights on the catalog: the table this update makes took the default
 -- privileges of the role running it (ALTER DEFAULT PRIVILEGES ... GRANT ALL
 -- ON TABLES TO ...): the same clean-up as a fresh install, over the whole

@@ -124,6 +124,26 @@ extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at, TimestampTz **expires_at,
 								 TimestampTz **last_used_at);
 
+/* The reconciliation of versions whose manifests were cleaned up (catalog_reconcile.c) */
+typedef struct CatalogReconcileTable
+{
+	int64 id;
+	char *location;
+	char **names; /* its id, from the root down */
+	int id_len;
+} CatalogReconcileTable;
+
+typedef struct CatalogOldVersion
+{
+	char *branch;
+	int64 version;
+	char *manifest_path;
+} CatalogOldVersion;
+
+extern int catalog_reconcile_tables(int64 after, int limit, CatalogReconcileTable **tables);
+extern int catalog_old_versions(int64 table_id, int limit, CatalogOldVersion **versions);
+extern bool catalog_delete_cleaned_version(int64 table_id, const CatalogOldVersion *v);
+
 /* lance_stats()'s counts, queues and feed holder (catalog_stats.c) */
 extern char *catalog_stats(const char *rounds_json, const char *store_errors_json, bool preloaded,
 						   int interval_seconds);

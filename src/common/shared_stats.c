@@ -171,6 +171,22 @@ shared_stats_record_store_error(const char *bucket, const char *code)
 	SpinLockRelease(&shared->mutex);
 }
 
+/* Where the database's next round goes on reconciling tables (0: from the start). */
+int64
+shared_stats_reconcile_after(Oid database)
+{
+	int64 after = 0;
+
+	if (shared == NULL)
+		return 0;
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < LN_STATS_MAX_DATABASES; i++)
+		if (shared->rounds[i].database == database)
+			after = shared->rounds[i].reconcile_after;
+	SpinLockRelease(&shared->mutex);
+	return after;
+}
+
 /* Copy the rounds kept (at most max) to out; answers how many. */
 int
 shared_stats_rounds(LnWorkerRound *out, int max)

@@ -24,6 +24,7 @@ typedef struct LnWorkerRound
 	int undo_steps;			 /* storage undo steps done */
 	int swept;				 /* crash leftovers removed or put back; -1: no sweep */
 	int reconciled;			 /* versions removed whose manifest the client cleaned up */
+	int64 reconcile_after;	 /* the table id the next round reconciles after */
 	TimestampTz error_at;	 /* the last round that failed (0: none since the start) */
 	char error[LN_STATS_TEXT * 2];
 } LnWorkerRound;
@@ -42,6 +43,7 @@ extern void shared_stats_init(void);
 extern bool shared_stats_available(void);
 extern void shared_stats_record_round(const LnWorkerRound *round);
 extern void shared_stats_record_store_error(const char *bucket, const char *code);
+extern int64 shared_stats_reconcile_after(Oid database);
 extern int shared_stats_rounds(LnWorkerRound *out, int max);
 extern int shared_stats_store_errors(Oid database, LnStoreErrors *out, int max);
 

@@ -4,7 +4,9 @@
  *		shared_preload_libraries, a launcher visits every database that
  *		accepts connections every lance_namespace.maintenance_interval
  *		seconds, one at a time, through a short-lived worker that removes
- *		the data of dropped tables (maintenance_process_drops) and, on its
+ *		the data of dropped tables (maintenance_process_drops), removes the
+ *		versions whose manifests a client cleaned up (reconcile.c), records
+ *		the round for lance_stats() (shared_stats.c) and, on its
  *		first visit after the server starts, sweeps what a crash left
  *		(maintenance_sweep).  Databases without the extension are left at
  *		once.  Without the preload, an administrator calls
@@ -34,6 +36,9 @@
 #include "../storage/storage.h"
 #include "maintenance.h"
 #include "worker.h"
+
+/* How many tables a round looks at for versions a client's clean-up removed. */
+#define RECONCILE_TABLES_PER_ROUND 100
 
 /* Seconds between two rounds over the databases; 0 turns the worker off. */
 static int maintenance_interval = 60;
@@ -210,6 +215,10 @@ lance_maintenance_main(Datum arg)
 			round.undo_steps = maintenance_finish_undo();
 			if (sweep)
 				round.swept = maintenance_sweep();
+			/* a few tables a round, on from where the last round stopped */
+			round.reconciled =
+				maintenance_reconcile_versions(shared_stats_reconcile_after(MyDatabaseId),
+											   RECONCILE_TABLES_PER_ROUND, &round.reconcile_after);
 			in_catalog = true;
 		}
 		PopActiveSnapshot();
