@@ -100,6 +100,32 @@ check "lance_stats() counts the store's errors by code under its setting" '[{"co
 	             jsonb_array_elements(s -> 'errors') e WHERE s ->> 'location' = 's3://wbucket'")"
 sql -c "SELECT lance_deregister_table('{\"id\": [\"w\", \"on_s3\"]}')" -c "SELECT lance_remove_storage('{\"location\": \"s3://wbucket/\"}')" >/dev/null
 
+# The worker follows a client's clean-up of old versions: a version whose
+# final manifest is gone is removed from the catalog, unless it is the latest.
+cleaned="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"cleaned\"]}') ->> 'location'")"
+as_postgres mkdir -p "$cleaned/_versions"
+final_name() { sql -c "SELECT lpad((18446744073709551615 - $1)::numeric::text, 20, '0') || '.manifest'"; }
+for v in 1 2 3; do
+	name="$(final_name "$v")"
+	as_postgres sh -c "echo manifest-$v > '$cleaned/_versions/$name-staging'"
+	sql -c "SELECT lance_create_table_version(jsonb_build_object('id', ARRAY['w', 'cleaned'], 'version', $v,
+		'manifest_path', '${cleaned#/}/_versions/$name-staging'))" >/dev/null
+done
+# what optimize({cleanupOlderThan}) does, and the latest's manifest gone too
+as_postgres rm -f "$cleaned/_versions/$(final_name 1)" "$cleaned/_versions/$(final_name 3)"
+if wait_for 120 "SELECT NOT EXISTS (SELECT FROM lance_catalog.version v JOIN lance_catalog.object o ON o.id = v.table_id
+		WHERE o.location = '$cleaned' AND v.version = 1)"; then
+	pass "the worker removed the version whose manifest a clean-up removed"
+else
+	fail "the worker removed the version whose manifest a clean-up removed"
+fi
+check "the latest version stays, whatever storage holds" "2,3" \
+	"$(sql -c "SELECT string_agg(v.version::text, ',' ORDER BY v.version) FROM lance_catalog.version v
+		JOIN lance_catalog.object o ON o.id = v.table_id WHERE o.location = '$cleaned'")"
+check "the change log says so" "{1}" \
+	"$(sql -c "SELECT versions FROM lance_catalog.change WHERE operation = 'ReconcileTableVersions'
+		AND objects[1] = 'w\$cleaned'")"
+
 # A file-level copy of the database (CREATE DATABASE ... TEMPLATE: the same
 # rows, another database) is not the catalog of record: the worker leaves
 # its drops queued and the data, which is the original's, in place, and says
