@@ -84,6 +84,15 @@ SELECT lance_catalog.estimated_rows('lance_catalog.no_such_table') AS none;
 ANALYZE lance_catalog.object;
 SELECT lance_catalog.estimated_rows('lance_catalog.object') = (SELECT count(*) FROM lance_catalog.object) AS as_counted;
 
+-- a large table is estimated, not counted: the version table as the
+-- statistics would have it with five million rows (set by hand here)
+UPDATE pg_class SET reltuples = 5000000, relpages = GREATEST(pg_relation_size(oid) / current_setting('block_size')::int, 1)
+ WHERE oid = 'lance_catalog.version'::regclass;
+SELECT lance_stats() -> 'counts' ->> 'versions' AS versions, lance_stats() -> 'counts' -> 'branches' AS branches,
+       lance_stats() -> 'estimated' AS estimated, lance_stats() -> 'not_counted' AS not_counted;
+ANALYZE lance_catalog.version;
+SELECT lance_stats() -> 'estimated' AS estimated;
+
 -- clean up
 SET ROLE regress_stats_admin;
 SELECT lance_remove_storage('{"location": "s3://st-bucket/p"}') ->> 'location' AS removed;
