@@ -46,18 +46,21 @@ describe("clean-up of old versions", { timeout: 180_000 }, () => {
     );
 
   test("optimize with cleanupOlderThan removes old manifests; a reconciliation round removes their versions", async () => {
+    // With scripts/run.sh's catalog (LN_TEST_RUN_DATA) the background worker runs too, and
+    // may do the round first: then what is checked is the state, whoever reached it.
+    const workerRuns =
+      psql("SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'lance_namespace launcher'") === "t";
+    const before = Number(psql("SELECT max(seq) FROM lance_catalog.change"));
     await table.optimize({ cleanupOlderThan: new Date(Date.now() + 1000), deleteUnverified: true });
     const latest = await table.version();
     const onDisk = [...manifestFiles(location).finals.keys()].sort((a, b) => a - b);
     assert.ok(!onDisk.includes(1), `version 1's manifest is cleaned up (left: ${onDisk})`);
     assert.ok(onDisk.includes(latest), `the latest stays (left: ${onDisk})`);
     // the catalog still lists what the client removed: the state the round must fix
-    const listedBefore = await catalogList();
-    assert.ok(listedBefore.includes(1));
+    if (!workerRuns) assert.ok((await catalogList()).includes(1));
 
-    const before = Number(psql("SELECT max(seq) FROM lance_catalog.change"));
     const answer = JSON.parse(psql("SELECT lance_reconcile_versions()"));
-    assert.ok(answer.removed >= 1, JSON.stringify(answer));
+    if (!workerRuns) assert.ok(answer.removed >= 1, JSON.stringify(answer));
 
     // what the catalog lists is what is on storage, the latest included
     const listed = (await catalogList()).sort((a, b) => a - b);
@@ -75,7 +78,8 @@ describe("clean-up of old versions", { timeout: 180_000 }, () => {
       ),
     );
     const logged = entries.flatMap((e) => e.versions).sort((a, b) => a - b);
-    const removed = listedBefore.filter((v) => !onDisk.includes(v)).sort((a, b) => a - b);
+    // the versions are 1 to the latest: those whose manifests went
+    const removed = Array.from({ length: latest }, (_, i) => i + 1).filter((v) => !onDisk.includes(v));
     assert.deepEqual(logged, removed);
     for (const e of entries) {
       assert.ok(e.objects.every((o) => o === id.join("$")));
@@ -116,8 +120,8 @@ describe("clean-up of old versions", { timeout: 180_000 }, () => {
       fs.chmodSync(dir, mode);
     }
     assert.deepEqual((await catalogList()).sort((a, b) => a - b), listed);
-    // readable again: the version whose manifest is gone goes
-    assert.equal(JSON.parse(psql("SELECT lance_reconcile_versions()")).removed, 1);
+    // readable again: the version whose manifest is gone goes (in this call, or the worker's round)
+    assert.ok(JSON.parse(psql("SELECT lance_reconcile_versions()")).removed <= 1);
     assert.deepEqual(
       (await catalogList()).sort((a, b) => a - b),
       listed.filter((v) => v !== old),
