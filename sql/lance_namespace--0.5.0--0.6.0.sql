@@ -95,6 +95,14 @@ CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
     SELECT * FROM lance_catalog.change c
      WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
 
+-- The id of the API key a change was requested with through lance_rest()
+-- (never the key): two teams that share a role are told apart.  NULL for
+-- calls from SQL, for requests without a key, and for entries made before.
+ALTER TABLE lance_catalog.change ADD COLUMN key_id text;
+CREATE OR REPLACE VIEW lance_catalog.visible_change WITH (security_barrier) AS
+    SELECT * FROM lance_catalog.change c
+     WHERE lance_catalog.may_read_change(c.object_ids, c.namespace_ids, c.role_id, c.role);
+
 -- The log keeps no credential-like context entry (the names
 -- ln_is_credential_name() matches), nor did it mean to: take out those
 -- that entries made before 0.6.0 kept as given.
@@ -259,6 +267,47 @@ CREATE FUNCTION lance_create_api_key(role name, valid_for interval) RETURNS text
 -- (lance_list_api_keys() is made anew at the top, with its privileges.)
 REVOKE EXECUTE ON FUNCTION lance_create_api_key(name, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_create_api_key(name, interval) TO lance_admin;
+
+-- Operating the catalog (0.6.0).  The rows the statistics say a table or
+-- index holds, scaled to its current size as the planner does; NULL while
+-- it has none (never vacuumed or analyzed).  lance_stats() counts exactly
+-- below 100000 and estimates above.
+CREATE FUNCTION lance_catalog.estimated_rows(relation text) RETURNS bigint
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN c.reltuples < 0 THEN NULL
+                WHEN c.relpages = 0 THEN c.reltuples::bigint
+                ELSE (c.reltuples / c.relpages
+                      * (pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::integer))::bigint
+           END
+      FROM pg_catalog.pg_class c
+     WHERE c.oid = pg_catalog.to_regclass(relation);
+$$;
+
+-- Drops the drop processor failed, counted by lance_stats() without a scan
+-- of the change log (they are few; other entries cost nothing here).
+CREATE INDEX change_failed_drop_idx ON lance_catalog.change (seq) WHERE drop_failed;
+
+-- The catalog's size, its queues, the background worker's last rounds, the
+-- object stores' recent errors and who holds the change feed back, as
+-- jsonb (see the README, "Administration").  An administrator's call.
+CREATE FUNCTION lance_stats() RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_stats() TO lance_admin;
+
+-- The catalog follows a client's clean-up of old versions (0.6.0): look at
+-- up to max_tables tables with data after table id `after`, remove the
+-- versions of managed tables whose manifest storage says is gone (never the
+-- latest of a branch), and answer {"removed": n, "next_after": id} (0: the
+-- last table was reached).  The background worker does it every round; an
+-- administrator's call.
+CREATE FUNCTION lance_reconcile_versions(after bigint DEFAULT 0, max_tables integer DEFAULT 100)
+RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) TO lance_admin;
 
 -- Rights on the catalog: the table this update makes took the default
 -- privileges of the role running it (ALTER DEFAULT PRIVILEGES ... GRANT ALL

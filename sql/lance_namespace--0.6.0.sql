@@ -138,7 +138,11 @@ CREATE TABLE lance_catalog.change (
     -- lance_namespace.logged_headers names, by lower-case name: apart from
     -- context, so that a caller cannot pass its own entries off as them.
     -- Before 0.6.0 both were in context (the headers as "header.<name>").
-    headers        jsonb NOT NULL DEFAULT '{}'
+    headers        jsonb NOT NULL DEFAULT '{}',
+    -- (0.6.0) The id of the API key lance_rest() authenticated the request
+    -- with (never the key): two teams that share a role are told apart.
+    -- NULL for calls from SQL, and for requests without a key.
+    key_id         text
 );
 
 CREATE SEQUENCE lance_catalog.change_seq OWNED BY lance_catalog.change.seq;
@@ -664,6 +668,47 @@ CREATE FUNCTION lance_adopt_storage() RETURNS jsonb
 
 REVOKE EXECUTE ON FUNCTION lance_adopt_storage() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_adopt_storage() TO lance_admin;
+
+-- Operating the catalog (0.6.0).  The rows the statistics say a table or
+-- index holds, scaled to its current size as the planner does; NULL while
+-- it has none (never vacuumed or analyzed).  lance_stats() counts exactly
+-- below 100000 and estimates above.
+CREATE FUNCTION lance_catalog.estimated_rows(relation text) RETURNS bigint
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN c.reltuples < 0 THEN NULL
+                WHEN c.relpages = 0 THEN c.reltuples::bigint
+                ELSE (c.reltuples / c.relpages
+                      * (pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::integer))::bigint
+           END
+      FROM pg_catalog.pg_class c
+     WHERE c.oid = pg_catalog.to_regclass(relation);
+$$;
+
+-- Drops the drop processor failed, counted by lance_stats() without a scan
+-- of the change log (they are few; other entries cost nothing here).
+CREATE INDEX change_failed_drop_idx ON lance_catalog.change (seq) WHERE drop_failed;
+
+-- The catalog's size, its queues, the background worker's last rounds, the
+-- object stores' recent errors and who holds the change feed back, as
+-- jsonb (see the README, "Administration").  An administrator's call.
+CREATE FUNCTION lance_stats() RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_stats() TO lance_admin;
+
+-- The catalog follows a client's clean-up of old versions (0.6.0): look at
+-- up to max_tables tables with data after table id `after`, remove the
+-- versions of managed tables whose manifest storage says is gone (never the
+-- latest of a branch), and answer {"removed": n, "next_after": id} (0: the
+-- last table was reached).  The background worker does it every round; an
+-- administrator's call.
+CREATE FUNCTION lance_reconcile_versions(after bigint DEFAULT 0, max_tables integer DEFAULT 100)
+RETURNS jsonb
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) TO lance_admin;
 
 -- Callers reach the catalog through the functions only: nobody but the
 -- owner holds rights on its tables and sequences, whatever earlier grants

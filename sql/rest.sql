@@ -85,6 +85,17 @@ SELECT status FROM lance_rest('POST', '/v1/namespace/rs%24h4/create', NULL,
     '{"context": {"header.x-request-id": "forged", "header.x-trace-id": "forged-too", "header.authorization": "Bearer abc", "job": "nightly"}}',
     format('{"X-Request-Id": "r-4", "X-Api-Key": "%s"}', :'key')::jsonb);
 SELECT headers, context FROM lance_catalog.change WHERE objects = '{rs$h4}';
+-- The commit log names the key a change was requested with, by its id
+-- (never the key itself), and lance_changes() shows it; a request without a
+-- key (the anonymous role) and a call from SQL leave it NULL.
+SELECT objects, key_id = left(:'key', 16) AS by_key, key_id IS NULL AS no_key,
+       strpos(c::text, :'key') = 0 AS key_not_logged
+  FROM lance_catalog.change c WHERE objects IN ('{rs$h4}', '{rs$a b}') ORDER BY seq;
+SELECT lance_create_namespace('{"id": ["rs", "from_sql"]}') IS NOT NULL AS made;
+SELECT c.objects, c.key_id IS NULL AS no_key
+  FROM lance_changes(0, 100000) c WHERE c.objects IN ('{rs$h4}', '{rs$from_sql}') ORDER BY c.seq;
+SELECT c.key_id = left(:'key', 16) AS by_key
+  FROM lance_changes(0, 100000) c WHERE c.objects = '{rs$h4}';
 -- A context or headers past the bounds (64 members, 16384 bytes of keys and
 -- values): 400, code 13, and no entry.
 SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/create', NULL,
@@ -93,6 +104,61 @@ SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/crea
 SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs%24h5/create', NULL, NULL,
     jsonb_build_object('x-api-key', :'key', 'x-request-id', repeat('x', 20000)));
 SELECT count(*) AS entries FROM lance_catalog.change WHERE objects = '{rs$h5}';
+
+-- GET /v1/changes: the change feed for a caller with only a key.  It answers
+-- what lance_changes() answers the key's role, as JSON: the entries (every
+-- column) and next_after, what to ask after next.
+SELECT max(seq) AS feed_start FROM lance_catalog.change \gset
+SELECT lance_create_namespace('{"id": ["rs", "feed1"]}') IS NOT NULL AS made;
+SELECT lance_create_namespace('{"id": ["rs_other"]}') IS NOT NULL AS made;
+SELECT lance_create_namespace('{"id": ["rs", "feed2"]}') IS NOT NULL AS made;
+SELECT status, response_headers, (response_body::jsonb -> 'changes') = (
+           SELECT jsonb_agg(to_jsonb(c) ORDER BY c.seq) FROM lance_changes(:feed_start, 2) c) AS as_lance_changes,
+       jsonb_path_query_array(response_body::jsonb, '$.changes[*].objects[0]') AS objects,
+       (response_body::jsonb ->> 'next_after')::bigint = :feed_start + 2 AS next_after
+  FROM lance_rest('GET', '/v1/changes', format('after=%s&limit=2', :feed_start), NULL,
+                  format('{"x-api-key": "%s"}', :'key')::jsonb);
+-- a role that may read one namespace sees its entries alone, as through SQL
+CREATE ROLE regress_rest_feed;
+SELECT lance_grant('{"id": ["rs", "feed2"], "role": "regress_rest_feed", "privilege": "read"}') IS NOT NULL AS granted;
+SELECT lance_create_api_key('regress_rest_feed') AS feed_key \gset
+SELECT status, jsonb_path_query_array(response_body::jsonb, '$.changes[*].objects[0]') AS objects,
+       jsonb_path_query_array(response_body::jsonb, '$.changes[*].key_id') AS key_ids
+  FROM lance_rest('GET', '/v1/changes?after=' || :feed_start, NULL, NULL,
+                  format('{"x-api-key": "%s"}', :'feed_key')::jsonb) \gset feed_
+SELECT :feed_status AS status, :'feed_objects' AS objects;
+SET ROLE regress_rest_feed;
+SELECT jsonb_agg(c.objects[1] ORDER BY c.seq) FILTER (WHERE c.operation IS NOT NULL) AS through_sql
+  FROM lance_changes(:feed_start, 100) c;
+RESET ROLE;
+-- entries it may not see, last: an empty page that still moves next_after on
+SELECT max(seq) AS feed_mid FROM lance_catalog.change \gset
+SELECT lance_create_namespace('{"id": ["rs_tail"]}') IS NOT NULL AS made;
+SELECT status, response_body::jsonb -> 'changes' AS changes,
+       (response_body::jsonb ->> 'next_after')::bigint = :feed_mid + 1 AS moved_on
+  FROM lance_rest('GET', '/v1/changes', format('after=%s&limit=1', :feed_mid), NULL,
+                  format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+-- after the last entry: nothing, and next_after stays
+SELECT status, response_body::jsonb AS body
+  FROM lance_rest('GET', '/v1/changes', 'after=9223372036854775807', NULL,
+                  format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+-- GET alone; after from 0 on, limit from 1 to 1000: else 400, code 13
+SELECT status, response_body FROM lance_rest('POST', '/v1/changes', NULL, NULL, format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+SELECT status, response_body FROM lance_rest('DELETE', '/v1/changes', NULL, NULL, format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+SELECT q, status, response_body::jsonb ->> 'code' AS code
+  FROM unnest(ARRAY['after=-1', 'after=x', 'after=', 'after=1e3', 'after=99999999999999999999', 'limit=0',
+                    'limit=1001', 'limit=+5', 'limit=5x']) q,
+       lance_rest('GET', '/v1/changes', q, NULL, format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+SELECT status, jsonb_array_length(response_body::jsonb -> 'changes') <= 1000 AS bounded
+  FROM lance_rest('GET', '/v1/changes', 'limit=1000', NULL, format('{"x-api-key": "%s"}', :'feed_key')::jsonb);
+-- a key the catalog does not know: 401
+SELECT status, response_body::jsonb ->> 'code' AS code
+  FROM lance_rest('GET', '/v1/changes', NULL, NULL, '{"x-api-key": "lnk_000000000000_nope"}');
+SELECT lance_revoke_api_key(:'feed_key') AS revoked;
+SELECT lance_drop_namespace('{"id": ["rs_other"]}') IS NOT NULL AS dropped;
+SELECT lance_drop_namespace('{"id": ["rs_tail"]}') IS NOT NULL AS dropped;
+SELECT lance_revoke('{"id": ["rs", "feed2"], "role": "regress_rest_feed", "privilege": "read"}') IS NOT NULL AS revoked;
+DROP ROLE regress_rest_feed;
 SELECT status FROM lance_rest('POST', '/v1/namespace/rs/drop', NULL, '{"behavior": "Cascade"}', NULL);
 RESET lance_namespace.local_roots;
 

@@ -9,6 +9,7 @@
 #include "utils/guc.h"
 
 #include "catalog/catalog.h"
+#include "common/shared_stats.h"
 #include "feed/changes.h"
 #include "http/rest.h"
 #include "maintenance/extension_guard.h"
@@ -34,6 +35,7 @@ _PG_init(void)
 	rest_init();
 	extension_guard_init();
 	worker_init();
+	shared_stats_init();
 	roles_init();
 	MarkGUCPrefixReserved("lance_namespace");
 }

@@ -86,7 +86,7 @@ extern char *catalog_insert_change(const char *operation, int nobjects, char **o
 								   const int64 *namespace_ids, const LnMap *context,
 								   const LnMap *headers, const char *status,
 								   const LnMap *properties, const char *drop_location, Oid role_id,
-								   const char *role, int64 *seq);
+								   const char *role, const char *key_id, int64 *seq);
 extern bool catalog_get_change(const char *transaction_id, bool for_update, char **status,
 							   LnMap *properties, char **role, Oid *role_id);
 /*
@@ -123,6 +123,30 @@ extern bool catalog_delete_api_key(const char *id);
 extern int catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by,
 								 TimestampTz **created_at, TimestampTz **expires_at,
 								 TimestampTz **last_used_at);
+
+/* The reconciliation of versions whose manifests were cleaned up (catalog_reconcile.c) */
+typedef struct CatalogReconcileTable
+{
+	int64 id;
+	char *location;
+	char **names; /* its id, from the root down */
+	int id_len;
+} CatalogReconcileTable;
+
+typedef struct CatalogOldVersion
+{
+	char *branch;
+	int64 version;
+	char *manifest_path;
+} CatalogOldVersion;
+
+extern int catalog_reconcile_tables(int64 after, int limit, CatalogReconcileTable **tables);
+extern int catalog_old_versions(int64 table_id, int limit, CatalogOldVersion **versions);
+extern bool catalog_delete_cleaned_version(int64 table_id, const CatalogOldVersion *v);
+
+/* lance_stats()'s counts, queues and feed holder (catalog_stats.c) */
+extern char *catalog_stats(const char *rounds_json, const char *store_errors_json, bool preloaded,
+						   int interval_seconds);
 
 /* Page tokens that name a position without telling it (catalog_page_token.c) */
 extern char *catalog_page_token(int64 position);

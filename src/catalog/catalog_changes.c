@@ -23,15 +23,16 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 	[STMT_INSERT_CHANGE] = {"INSERT INTO lance_catalog.change"
 							"       (operation, objects, versions, namespaces, context, status,"
 							"        properties, drop_location, role, object_ids, namespace_ids,"
-							"        role_id, headers)"
+							"        role_id, headers, key_id)"
 							" VALUES ($1, $2, $3, $4, pg_catalog.jsonb_object($5, $6), $7, "
 							"pg_catalog.jsonb_object($8, $9), $10, $11::pg_catalog.name, $12, $13,"
-							" $14::pg_catalog.regrole, pg_catalog.jsonb_object($15, $16))"
+							" $14::pg_catalog.regrole, pg_catalog.jsonb_object($15, $16), $17)"
 							" RETURNING seq, transaction_id::text",
-							16,
+							17,
 							{TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 							 TEXTARRAYOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
-							 INT8ARRAYOID, INT8ARRAYOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID}},
+							 INT8ARRAYOID, INT8ARRAYOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID,
+							 TEXTOID}},
 	[STMT_GET_CHANGE] = {"SELECT status, ARRAY(SELECT ARRAY[key, value]"
 						 "                       FROM pg_catalog.jsonb_each_text(properties)),"
 						 "       role::text, role_id::pg_catalog.oid"
@@ -98,10 +99,10 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 					  const int64 *object_ids, int nnamespace_ids, const int64 *namespace_ids,
 					  const LnMap *context, const LnMap *headers, const char *status,
 					  const LnMap *properties, const char *drop_location, Oid role_id,
-					  const char *role, int64 *seq)
+					  const char *role, const char *key_id, int64 *seq)
 {
-	Datum values[16];
-	char nulls[17] = "                ";
+	Datum values[17];
+	char nulls[18] = "                 ";
 	bool isnull;
 
 	values[0] = CStringGetTextDatum(operation);
@@ -120,6 +121,7 @@ catalog_insert_change(const char *operation, int nobjects, char **objects, const
 	values[13] = ObjectIdGetDatum(role_id);
 	values[14] = catalog_text_array_datum(headers->keys, headers->len);
 	values[15] = catalog_text_array_datum(headers->values, headers->len);
+	values[16] = catalog_text_datum_or_null(key_id, &nulls[16]);
 	execute(STMT_INSERT_CHANGE, values, nulls, 0);
 	*seq = DatumGetInt64(catalog_result_datum(0, 1, &isnull));
 	return catalog_result_text(0, 2);

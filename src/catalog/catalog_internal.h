@@ -77,6 +77,10 @@ typedef enum CatalogStatement
 	STMT_VERSION_AT_LOCATION,
 	STMT_ADOPT_STORAGE,
 	STMT_PAGE_TOKEN_KEY,
+	STMT_STATS,
+	STMT_RECONCILE_TABLES,
+	STMT_OLD_VERSIONS,
+	STMT_DELETE_CLEANED_VERSION,
 	NUM_CATALOG_STATEMENTS
 } CatalogStatement;
 
@@ -97,7 +101,7 @@ typedef struct StatementDef
 {
 	const char *sql;
 	int nargs;
-	Oid argtypes[16];
+	Oid argtypes[20];
 } StatementDef;
 
 /*

@@ -189,6 +189,11 @@ typedef struct LnRequest
 	 * from a request body, so a caller cannot pass its own off as them.
 	 */
 	LnMap headers;
+	/*
+	 * The id of the API key lance_rest() authenticated the request with
+	 * (never the key), which the commit log records; NULL from SQL.
+	 */
+	char *key_id;
 } LnRequest;
 
 struct LnCommitOperation

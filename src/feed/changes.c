@@ -29,7 +29,9 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -38,7 +40,9 @@
 #include "storage/sinvaladt.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -338,7 +342,8 @@ namespace_ids(int64 **ids)
  * its transaction id (NULL if it changed nothing).
  */
 char *
-changes_record(const char *operation, const LnMap *context, const LnMap *headers)
+changes_record(const char *operation, const LnMap *context, const LnMap *headers,
+			   const char *key_id)
 {
 	static bool callback_registered = false;
 	LOCKTAG gate;
@@ -369,7 +374,7 @@ changes_record(const char *operation, const LnMap *context, const LnMap *headers
 			operation, change.nobjects, change.objects, change.versions, change.has_version,
 			nnamespaces, namespaces, change.object_ids, nns_ids, ns_ids, context, headers,
 			change.status, &change.properties, change.drop_location, access_caller(),
-			access_caller_name(), &number);
+			access_caller_name(), key_id, &number);
 		if (LN_MY_LXID() != locked_lxid)
 		{
 			/* held by the top transaction: a subtransaction's end must not drop it */
@@ -659,4 +664,60 @@ changes_entry_holds(ChangeEntryHold **holds)
 		n++;
 	}
 	return n;
+}
+
+/*
+ * The change log as GET /v1/changes answers it: the entries lance_changes()
+ * answers the current user (the request's role) after `after`, at most
+ * `limit`, as {"changes": [<entry>, ...], "next_after": <seq>};
+ * lance_changes() is the one in `schema`, the extension's.  Reading
+ * through lance_changes() itself gives the REST reader exactly the SQL
+ * reader's order, gaps and filtering.  next_after is what to ask after
+ * next: the last entry's number, or the position row's (entries the role
+ * may not see, passed over), or `after` when nothing came.  The plan is
+ * kept, and made again should the extension move to another schema.
+ */
+char *
+changes_read_json(Oid schema, int64 after, int limit)
+{
+	static SPIPlanPtr plan = NULL;
+	static Oid plan_schema = InvalidOid;
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	Datum values[2];
+	bool isnull;
+	char *answer;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL || plan_schema != schema)
+	{
+		Oid argtypes[2] = {INT8OID, INT4OID};
+		char *sql = psprintf(
+			"SELECT pg_catalog.jsonb_build_object("
+			"  'changes', COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c) ORDER BY c.seq)"
+			"                        FILTER (WHERE c.operation IS NOT NULL), '[]'),"
+			"  'next_after', COALESCE(pg_catalog.max(c.seq), $1))::pg_catalog.text"
+			"  FROM %s.lance_changes($1, $2) c",
+			quote_identifier(get_namespace_name(schema)));
+		SPIPlanPtr made = SPI_prepare(sql, 2, argtypes);
+
+		if (made == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (plan != NULL)
+			SPI_freeplan(plan);
+		if (SPI_keepplan(made) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plan = made;
+		plan_schema = schema;
+	}
+	values[0] = Int64GetDatum(after);
+	values[1] = Int32GetDatum(limit);
+	if (SPI_execute_plan(plan, values, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "reading the change log failed");
+	answer = TextDatumGetCString(
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	/* copied out of SPI's memory before SPI_finish frees it */
+	answer = MemoryContextStrdup(caller_cxt, answer);
+	SPI_finish();
+	return answer;
 }

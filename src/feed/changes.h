@@ -13,7 +13,10 @@ extern void changes_touch(const LnId *id, int len, bool is_namespace, int64 vers
 						  int64 object_id);
 extern void changes_queue_drop(const char *location);
 extern void changes_set_properties(const LnMap *properties);
-extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers);
+extern char *changes_record(const char *operation, const LnMap *context, const LnMap *headers,
+							const char *key_id);
+
+extern char *changes_read_json(Oid schema, int64 after, int limit);
 
 /* A backend's hold on a change-log entry, in any database. */
 typedef struct ChangeEntryHold

@@ -92,7 +92,7 @@ frame_execute(const LnOperationDef *op, LnRequest *req, LnResponse *resp)
 	access_check_request(op, req);
 	changes_begin();
 	op->handler(req, resp);
-	transaction_id = changes_record(op->operation_id, &req->context, &req->headers);
+	transaction_id = changes_record(op->operation_id, &req->context, &req->headers, req->key_id);
 	catalog_end();
 	if (transaction_id != NULL)
 	{

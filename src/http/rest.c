@@ -27,11 +27,13 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/resowner.h"
 #include "utils/varlena.h"
 
 #include "../common/error.h"
 #include "../common/request.h"
+#include "../feed/changes.h"
 #include "../frame/frame.h"
 #include "../frame/registry.h"
 #include "../json/json_edge.h"
@@ -109,6 +111,18 @@ kept_headers(const LnMap *headers)
 	}
 	return kept;
 }
+
+/*
+ * The change feed over REST, our route beside the spec's:
+ * GET /v1/changes?after=N&limit=M answers what lance_changes(N, M) answers
+ * the request's role.
+ */
+#define FEED_PATH		   "/v1/changes"
+#define FEED_DEFAULT_LIMIT 100
+#define FEED_MAX_LIMIT	   1000
+
+/* The schema of lance_rest(), the extension's, where lance_changes() is too. */
+static Oid rest_schema = InvalidOid;
 
 /* An HTTP answer. */
 typedef struct RestAnswer
@@ -322,7 +336,42 @@ request_role(const LnMap *headers, char **key_id)
 }
 
 /*
- * Run a route's operation in a subtransaction and answer it.  On error the
+ * Query parameter `name` as a whole number from min to max; `fallback` when
+ * it is not given.  Anything else is the client's mistake (400, code 13).
+ */
+static int64
+feed_parameter(const LnMap *query, const char *name, int64 min, int64 max, int64 fallback)
+{
+	const char *text = ln_map_get(query, name);
+	char *end;
+	int64 value;
+
+	if (text == NULL)
+		return fallback;
+	errno = 0;
+	value = strtoi64(text, &end, 10);
+	if (text[0] == '\0' || *end != '\0' || errno != 0 || value < min || value > max ||
+		!isdigit((unsigned char)text[0]))
+		ln_error(LN_INVALID_INPUT,
+				 "query parameter \"%s\" must be a whole number from " INT64_FORMAT
+				 " to " INT64_FORMAT ", not \"%s\"",
+				 name, min, max, text);
+	return value;
+}
+
+/* GET /v1/changes: the entries after `after` that the request's role may read. */
+static char *
+feed_answer(const LnMap *query)
+{
+	int64 after = feed_parameter(query, "after", 0, PG_INT64_MAX, 0);
+	int64 limit = feed_parameter(query, "limit", 1, FEED_MAX_LIMIT, FEED_DEFAULT_LIMIT);
+
+	return changes_read_json(rest_schema, after, (int)limit);
+}
+
+/*
+ * Run a route's operation in a subtransaction and answer it (op NULL: the
+ * change feed, FEED_PATH).  On error the
  * subtransaction is rolled back (and with it anything written on disk) and
  * the error becomes the answer.
  */
@@ -363,17 +412,24 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		}
 		GetUserIdAndSecContext(&gateway_user, &gateway_security);
 		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
-		frame_check_served(op);
-		if (id_segment != NULL)
-			path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment)),
-									delimiter && delimiter[0] ? delimiter : "$");
-		json_decode_http_request(body, id_segment ? &path_id : NULL, query, headers,
-								 op->request_members, &req);
-		frame_execute(op, &req, &resp);
-		if (op->flags & LN_OP_EMPTY_ANSWER)
-			answer.status = 204;
+		if (op == NULL)
+			answer.body = feed_answer(query);
 		else
-			answer.body = json_encode_response_text(&resp);
+		{
+			frame_check_served(op);
+			if (id_segment != NULL)
+				path_id = parse_path_id(percent_decode(id_segment, strlen(id_segment)),
+										delimiter && delimiter[0] ? delimiter : "$");
+			json_decode_http_request(body, id_segment ? &path_id : NULL, query, headers,
+									 op->request_members, &req);
+			/* the commit log names the key the request authenticated with */
+			req.key_id = key_id;
+			frame_execute(op, &req, &resp);
+			if (op->flags & LN_OP_EMPTY_ANSWER)
+				answer.status = 204;
+			else
+				answer.body = json_encode_response_text(&resp);
+		}
 
 		SetUserIdAndSecContext(gateway_user, gateway_security);
 		ReleaseCurrentSubTransaction();
@@ -475,6 +531,18 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 	if (len > 1 && clean_path[len - 1] == '/')
 		clean_path[len - 1] = '\0';
 
+	/* the change feed reads and never changes: GET alone */
+	if (strcmp(clean_path, FEED_PATH) == 0)
+	{
+		if (strcmp(method, "GET") == 0)
+			return run_route(NULL, NULL, &query, body, headers);
+		answer = error_answer(
+			LN_UNSUPPORTED,
+			psprintf("method %s is not allowed on %s (its method is GET)", method, FEED_PATH));
+		answer.status = 405;
+		return answer;
+	}
+
 	op = find_route(clean_path, &id_segment);
 	if (op == NULL)
 	{
@@ -519,6 +587,7 @@ lance_rest(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "lance_rest must return a record");
+	rest_schema = get_func_namespace(fcinfo->flinfo->fn_oid);
 
 	/* malformed headers or path escapes are the client's error, answered as such */
 	PG_TRY();

@@ -4,7 +4,9 @@
  *		shared_preload_libraries, a launcher visits every database that
  *		accepts connections every lance_namespace.maintenance_interval
  *		seconds, one at a time, through a short-lived worker that removes
- *		the data of dropped tables (maintenance_process_drops) and, on its
+ *		the data of dropped tables (maintenance_process_drops), removes the
+ *		versions whose manifests a client cleaned up (reconcile.c), records
+ *		the round for lance_stats() (shared_stats.c) and, on its
  *		first visit after the server starts, sweeps what a crash left
  *		(maintenance_sweep).  Databases without the extension are left at
  *		once.  Without the preload, an administrator calls
@@ -26,12 +28,18 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/snapmgr.h"
 
+#include "../common/shared_stats.h"
 #include "../storage/storage.h"
 #include "feed_guard.h"
 #include "maintenance.h"
 #include "worker.h"
+
+/* How many tables a round looks at for versions a client's clean-up removed. */
+#define RECONCILE_TABLES_PER_ROUND 100
 
 /* Seconds between two rounds over the databases; 0 turns the worker off. */
 static int maintenance_interval = 60;
@@ -63,6 +71,13 @@ worker_init(void)
 	snprintf(launcher.bgw_name, BGW_MAXLEN, "lance_namespace maintenance launcher");
 	snprintf(launcher.bgw_type, BGW_MAXLEN, "lance_namespace launcher");
 	RegisterBackgroundWorker(&launcher);
+}
+
+/* lance_namespace.maintenance_interval, for lance_stats(). */
+int
+worker_interval_seconds(void)
+{
+	return maintenance_interval;
 }
 
 /* The databases a round visits: those that accept connections. */
@@ -164,6 +179,10 @@ void
 lance_maintenance_main(Datum arg)
 {
 	bool sweep = MyBgworkerEntry->bgw_extra[0] == 's';
+	/* static: read after an error's longjmp, which may lose what locals held */
+	static LnWorkerRound round;
+	volatile bool in_catalog = false;
+	MemoryContext worker_cxt = CurrentMemoryContext;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -181,19 +200,50 @@ lance_maintenance_main(Datum arg)
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "lance_namespace maintenance");
-	if (OidIsValid(get_extension_oid("lance_namespace", true)))
+	round.database = MyDatabaseId;
+	round.started_at = GetCurrentTimestamp();
+	round.swept = -1;
+	PG_TRY();
 	{
-		(void)maintenance_process_drops(false);
-		(void)maintenance_finish_undo();
-		if (sweep)
-			(void)maintenance_sweep();
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "lance_namespace maintenance");
+		if (OidIsValid(get_extension_oid("lance_namespace", true)))
+		{
+			round.drops = maintenance_process_drops(false);
+			round.undo_steps = maintenance_finish_undo();
+			if (sweep)
+				round.swept = maintenance_sweep();
+			/* a few tables a round, on from where the last round stopped */
+			round.reconciled =
+				maintenance_reconcile_versions(shared_stats_reconcile_after(MyDatabaseId),
+											   RECONCILE_TABLES_PER_ROUND, &round.reconcile_after);
+			in_catalog = true;
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
 	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	PG_CATCH();
+	{
+		/* what lance_stats() says of this database's last round: then the error goes on */
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(worker_cxt);
+		edata = CopyErrorData();
+		round.error_at = GetCurrentTimestamp();
+		strlcpy(round.error, edata->message ? edata->message : "unknown error",
+				sizeof(round.error));
+		shared_stats_record_round(&round);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* databases without the extension are left at once, and not reported */
+	if (in_catalog)
+	{
+		round.finished_at = GetCurrentTimestamp();
+		shared_stats_record_round(&round);
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

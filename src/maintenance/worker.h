@@ -7,5 +7,6 @@
 #define LN_WORKER_H
 
 extern void worker_init(void);
+extern int worker_interval_seconds(void);
 
 #endif /* LN_WORKER_H */

@@ -95,7 +95,7 @@ grant_or_revoke(Jsonb *request, bool grant)
 		changes_touch(&id, id.len, is_namespace, -1, object);
 		changes_set_properties(&properties);
 	}
-	transaction_id = changes_record(grant ? "Grant" : "Revoke", &no_context, &no_context);
+	transaction_id = changes_record(grant ? "Grant" : "Revoke", &no_context, &no_context, NULL);
 	catalog_end();
 	return json_encode_grant(&id, role_name, privilege_name, changed, transaction_id);
 }

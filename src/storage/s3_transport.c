@@ -31,6 +31,7 @@
 #include "utils/timestamp.h"
 
 #include "../common/error.h"
+#include "../common/shared_stats.h"
 #include "s3_client.h"
 #include "s3_internal.h"
 
@@ -402,6 +403,17 @@ s3_request(const S3Store *store, const char *method, const char *key, const char
 }
 
 /*
+ * Whether an answer counts as an error of the store for lance_stats(): not
+ * the answers that are part of the catalog's work (a 404 of a look-up, a 412
+ * of a put-if-absent that lost, 304), but refusals, throttling and failures.
+ */
+static bool
+is_store_error(long status)
+{
+	return status >= 400 && status != 404 && status != 412 && status != 409;
+}
+
+/*
  * Send one request to `url`, signed for `service` with the store's keys (the
  * object store's "s3", the token service's "sts"), as s3_request does; `who`
  * names the service in messages.
@@ -520,6 +532,8 @@ s3_send(const S3Store *store, const char *service, const char *url, const char *
 	{
 		r->error = psprintf("%s", attempt.curl_error[0] ? attempt.curl_error
 														: curl_easy_strerror(attempt.code));
+		if (!attempt.cancelled)
+			shared_stats_record_store_error(store->bucket, "NoAnswer");
 		if (!quiet)
 			ln_error_detail(LN_SERVICE_UNAVAILABLE,
 							psprintf("Retry once %s is reachable again.", who),
@@ -527,6 +541,10 @@ s3_send(const S3Store *store, const char *service, const char *url, const char *
 		return;
 	}
 	r->status = attempt.status;
+	if (is_store_error(r->status))
+		shared_stats_record_store_error(store->bucket, s3_store_code(r)[0]
+														   ? s3_store_code(r)
+														   : psprintf("HTTP %ld", r->status));
 	if (!quiet &&
 		(r->status == 429 || (r->status >= 500 && strcmp(s3_store_code(r), "SlowDown") == 0)))
 		ln_error_detail(LN_THROTTLING, "Retry more slowly.", "%s asks for fewer requests: %s", who,

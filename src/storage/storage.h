@@ -115,6 +115,7 @@ extern char *storage_read_table_manifest(const char *location, const char *manif
 extern char *storage_write_branch_manifest(const char *location, const char *branch, int64 version,
 										   const char *bytes, size_t len, const char *like_path);
 extern bool storage_branch_exists(const char *location, const char *branch);
+extern bool storage_manifest_exists(const char *location, const char *manifest_path);
 extern void storage_delete_branch_data(const char *location, const char *branch, bool has_children);
 
 #endif /* LN_STORAGE_H */

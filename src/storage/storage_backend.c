@@ -26,6 +26,7 @@ static const StorageBackend local_backend = {
 	.delete_ref = local_delete_ref,
 	.list_refs = local_list_refs,
 	.read_table_manifest = local_read_table_manifest,
+	.manifest_exists = local_manifest_exists,
 	.write_branch_manifest = local_write_branch_manifest,
 	.branch_exists = local_branch_exists,
 	.delete_branch_data = local_delete_branch_data,
@@ -57,6 +58,7 @@ static const StorageBackend s3_backend = {
 	.delete_ref = s3_delete_ref,
 	.list_refs = s3_list_refs,
 	.read_table_manifest = s3_read_table_manifest,
+	.manifest_exists = s3_manifest_exists,
 	.write_branch_manifest = s3_write_branch_manifest,
 	.branch_exists = s3_branch_exists,
 	.delete_branch_data = s3_delete_branch_data,
@@ -240,6 +242,19 @@ char *
 storage_read_table_manifest(const char *location, const char *manifest_path, size_t *len)
 {
 	return backend_of(location)->read_table_manifest(location, manifest_path, len);
+}
+
+/*
+ * Whether the manifest the catalog records at `manifest_path` for a managed
+ * table exists: false only when storage says it does not (a missing file or
+ * object, or a missing folder on its way); anything else that keeps it from
+ * telling (a store out of reach, an unreadable folder, a missing bucket)
+ * raises, so that a caller never takes "could not look" for "gone".
+ */
+bool
+storage_manifest_exists(const char *location, const char *manifest_path)
+{
+	return backend_of(location)->manifest_exists(location, manifest_path);
 }
 
 char *

@@ -46,6 +46,7 @@ typedef struct StorageBackend
 	bool (*delete_ref)(const char *location, const char *kind, const char *name);
 	int (*list_refs)(const char *location, const char *kind, char ***names);
 	char *(*read_table_manifest)(const char *location, const char *manifest_path, size_t *len);
+	bool (*manifest_exists)(const char *location, const char *manifest_path);
 	char *(*write_branch_manifest)(const char *location, const char *branch, int64 version,
 								   const char *bytes, size_t len, const char *like_path);
 	bool (*branch_exists)(const char *location, const char *branch);
@@ -72,6 +73,7 @@ extern char *local_read_table_manifest(const char *location, const char *manifes
 extern char *local_write_branch_manifest(const char *location, const char *branch, int64 version,
 										 const char *bytes, size_t len, const char *like_path);
 extern bool local_branch_exists(const char *location, const char *branch);
+extern bool local_manifest_exists(const char *location, const char *manifest_path);
 extern void local_delete_branch_data(const char *location, const char *branch, bool has_children);
 
 /* the S3 backend: storage_s3.c */
@@ -94,6 +96,7 @@ extern char *s3_read_table_manifest(const char *location, const char *manifest_p
 extern char *s3_write_branch_manifest(const char *location, const char *branch, int64 version,
 									  const char *bytes, size_t len, const char *like_path);
 extern bool s3_branch_exists(const char *location, const char *branch);
+extern bool s3_manifest_exists(const char *location, const char *manifest_path);
 extern void s3_delete_branch_data(const char *location, const char *branch, bool has_children);
 extern bool s3_has_pending(void);
 extern void s3_apply_pending(void);

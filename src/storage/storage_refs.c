@@ -583,6 +583,37 @@ local_read_table_manifest(const char *location, const char *manifest_path, size_
 	return bytes;
 }
 
+/* Whether a managed table's manifest exists; raises when that cannot be told. */
+bool
+local_manifest_exists(const char *location, const char *manifest_path)
+{
+	char *folder = table_folder(location);
+	char *path = manifest_local_path(manifest_path);
+	size_t flen = strlen(folder);
+	const char *leaf;
+	struct stat st;
+	int dirfd;
+	bool exists;
+
+	if (!location_path_is_plain(path) || strncmp(path, folder, flen) != 0 || path[flen] != '/')
+		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" is not in the table's folder",
+				 manifest_path);
+	/* -1 only for a folder on the way that does not exist; other failures raise */
+	dirfd = storage_open_parent(storage_root_of(path), path, &leaf, true);
+	if (dirfd < 0)
+		return false;
+	exists = fs_stat_at(dirfd, leaf, &st);
+	if (!exists && errno != ENOENT)
+	{
+		int err = errno;
+
+		fs_close(dirfd);
+		storage_io_error("look up", path, err);
+	}
+	fs_close(dirfd);
+	return exists;
+}
+
 /*
  * Write the first manifest of branch `branch` (its fork version `version`)
  * where Lance keeps it, tree/<branch>/_versions/ with V2 naming, when the

@@ -632,6 +632,28 @@ s3_read_table_manifest(const char *location, const char *manifest_path, size_t *
 	return bytes;
 }
 
+/*
+ * Whether a managed table's manifest exists: a listing of its exact key (a
+ * HEAD answers a missing bucket as it answers a missing object, 404
+ * without a body; a listing of a missing bucket raises).  The exact key
+ * sorts before any longer one (a staging manifest of the same name).
+ */
+bool
+s3_manifest_exists(const char *location, const char *manifest_path)
+{
+	S3Table t;
+	char *key;
+	char **keys;
+
+	require_table(location, &t);
+	key = bucket_key_of(&t, manifest_path);
+	if (!location_path_is_plain(key) || strncmp(key, t.key, strlen(t.key)) != 0 ||
+		key[strlen(t.key)] != '/')
+		ln_error(LN_INVALID_TABLE_STATE, "manifest \"%s\" is not in the table's folder",
+				 manifest_path);
+	return s3_list(&t.store, key, 1, &keys) > 0 && strcmp(keys[0], key) == 0;
+}
+
 char *
 s3_write_branch_manifest(const char *location, const char *branch, int64 version, const char *bytes,
 						 size_t len, const char *like_path)

@@ -75,6 +75,57 @@ else
 fi
 check "the dropped table's folder is gone" "absent" "$([[ -e "$location" ]] && echo present || echo absent)"
 
+# lance_stats() reports the worker's rounds: this database's last one, ended
+# without an error.
+if wait_for 120 "SELECT (lance_stats() -> 'worker' ->> 'preloaded')::boolean AND EXISTS (
+		SELECT FROM jsonb_array_elements(lance_stats() -> 'worker' -> 'rounds') r
+		 WHERE r ->> 'database' = 'worker' AND r ->> 'finished_at' IS NOT NULL
+		   AND r ->> 'last_error' IS NULL
+		   AND (r ->> 'finished_at')::timestamptz > now() - interval '1 minute')"; then
+	pass "lance_stats() shows the worker's last round in this database"
+else
+	fail "lance_stats() shows the worker's last round in this database"
+fi
+# and the errors of a storage setting's store, by code: one that does not answer
+sql <<'SQL' >/dev/null
+SELECT lance_set_storage('{"location": "s3://wbucket/", "options": {"aws_endpoint": "http://127.0.0.1:1", "allow_http": true, "aws_region": "us-east-1", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
+SELECT lance_declare_table('{"id": ["w", "on_s3"], "location": "s3://wbucket/on_s3"}');
+SQL
+for _ in 1 2; do
+	sql -c "SET lance_namespace.storage_timeout = '1s'" \
+		-c "SELECT lance_create_table_version('{\"id\": [\"w\", \"on_s3\"], \"version\": 1, \"manifest_path\": \"s3://wbucket/on_s3/_versions/1.manifest-staging\"}')" >/dev/null 2>&1 || true
+done
+check "lance_stats() counts the store's errors by code under its setting" '[{"code": "NoAnswer", "count": 2}]' \
+	"$(sql -c "SELECT jsonb_agg(e - 'last_at') FROM jsonb_array_elements(lance_stats() -> 'storage') s,
+	             jsonb_array_elements(s -> 'errors') e WHERE s ->> 'location' = 's3://wbucket'")"
+sql -c "SELECT lance_deregister_table('{\"id\": [\"w\", \"on_s3\"]}')" -c "SELECT lance_remove_storage('{\"location\": \"s3://wbucket/\"}')" >/dev/null
+
+# The worker follows a client's clean-up of old versions: a version whose
+# final manifest is gone is removed from the catalog, unless it is the latest.
+cleaned="$(sql -c "SELECT lance_declare_table('{\"id\": [\"w\", \"cleaned\"]}') ->> 'location'")"
+as_postgres mkdir -p "$cleaned/_versions"
+final_name() { sql -c "SELECT lpad((18446744073709551615 - $1)::numeric::text, 20, '0') || '.manifest'"; }
+for v in 1 2 3; do
+	name="$(final_name "$v")"
+	as_postgres sh -c "echo manifest-$v > '$cleaned/_versions/$name-staging'"
+	sql -c "SELECT lance_create_table_version(jsonb_build_object('id', ARRAY['w', 'cleaned'], 'version', $v,
+		'manifest_path', '${cleaned#/}/_versions/$name-staging'))" >/dev/null
+done
+# what optimize({cleanupOlderThan}) does, and the latest's manifest gone too
+as_postgres rm -f "$cleaned/_versions/$(final_name 1)" "$cleaned/_versions/$(final_name 3)"
+if wait_for 120 "SELECT NOT EXISTS (SELECT FROM lance_catalog.version v JOIN lance_catalog.object o ON o.id = v.table_id
+		WHERE o.location = '$cleaned' AND v.version = 1)"; then
+	pass "the worker removed the version whose manifest a clean-up removed"
+else
+	fail "the worker removed the version whose manifest a clean-up removed"
+fi
+check "the latest version stays, whatever storage holds" "2,3" \
+	"$(sql -c "SELECT string_agg(v.version::text, ',' ORDER BY v.version) FROM lance_catalog.version v
+		JOIN lance_catalog.object o ON o.id = v.table_id WHERE o.location = '$cleaned'")"
+check "the change log says so" "{1}" \
+	"$(sql -c "SELECT versions FROM lance_catalog.change WHERE operation = 'ReconcileTableVersions'
+		AND objects[1] = 'w\$cleaned'")"
+
 # A file-level copy of the database (CREATE DATABASE ... TEMPLATE: the same
 # rows, another database) is not the catalog of record: the worker leaves
 # its drops queued and the data, which is the original's, in place, and says

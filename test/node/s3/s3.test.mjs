@@ -781,6 +781,44 @@ describe("tables on S3", { timeout: 300_000 }, () => {
     psql(`SELECT lance_remove_storage('{"location": "s3://lake/anon"}') IS NOT NULL`);
   });
 
+  test("the catalog follows the client's clean-up of old versions on S3", async () => {
+    // Keys of the table's privilege (STS) may not delete final manifests, which the catalog alone
+    // writes: a client that cleans up needs a setting that hands it keys that may (here the
+    // catalog's own), in a namespace of its own below it.
+    const cleanNs = `${ns}_clean`;
+    psql(`SELECT lance_set_storage(:'req'::jsonb)`, {
+      req: JSON.stringify({ location: "s3://lake/cleanup", options: storeOptions, vend: { mode: "catalog_keys" } }),
+    });
+    await db.createNamespace([cleanNs], { properties: { location: `s3://lake/cleanup/${cleanNs}` } });
+    const cleaned = await db.createTable("cleaned", itemRows(0, 2), [cleanNs]);
+    await cleaned.add(itemRows(2, 2));
+    await cleaned.add(itemRows(4, 2));
+    const id = [cleanNs, "cleaned"];
+    const key = (await describeTable(id)).location.replace(/^s3:\/\/lake\//, "");
+    const list = async () =>
+      ok(await http("POST", tableRoute(id, "version/list"), { body: { id } })).versions
+        .map((v) => v.version)
+        .sort((a, b) => a - b);
+    assert.deepEqual(await list(), [1, 2, 3]);
+    await cleaned.optimize({ cleanupOlderThan: new Date(Date.now() + 1000), deleteUnverified: true });
+    const latest = await cleaned.version();
+    const u64 = 2n ** 64n - 1n;
+    const stored = (await listKeys(`${key}/_versions/`))
+      .map((k) => /\/(\d{20})\.manifest$/.exec(k))
+      .filter(Boolean)
+      .map((m) => Number(u64 - BigInt(m[1])))
+      .sort((a, b) => a - b);
+    assert.ok(!stored.includes(1) && stored.includes(latest), `manifests left: ${stored}`);
+    assert.ok((await list()).includes(1), "the catalog lists what the client removed until a round");
+    const answer = JSON.parse(psql("SELECT lance_reconcile_versions()"));
+    assert.ok(answer.removed >= 1, JSON.stringify(answer));
+    assert.deepEqual(await list(), stored);
+    for (const v of stored) {
+      await cleaned.checkout(v);
+      assert.ok((await cleaned.countRows()) > 0);
+    }
+  });
+
   test("every request the catalog and the client sent carried a valid Signature V4", async () => {
     const stats = await fetch(`${control}/stats`).then((r) => r.json());
     assert.ok(stats.verified > 50, JSON.stringify(stats));
