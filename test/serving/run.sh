@@ -6,6 +6,9 @@
 #
 #   10_blocking     with 8 requests waiting on one row lock, 20 reads in a
 #                   row each answer in under 0.1 s
+#   15_store_stall  the same while 2 commits wait for a store that stalls
+#                   (the S3 test server: LN_S3_ENDPOINT, LN_S3_CONTROL, which
+#                   scripts/test.sh gives), then answered 503, code 17
 #   20_timeouts     LN_REQUEST_TIMEOUT: a request past it is cancelled in
 #                   the database, rolled back (no version, no change-log
 #                   entry) and answered 503, code 17, Retry-After; one that
@@ -124,12 +127,12 @@ new_table() {
 }
 
 # versions <table>: how many versions <table> has, and change-log entries
-# naming it.
+# that made a version of it.
 versions() {
 	sql -c "SELECT (SELECT count(*) FROM lance_catalog.version v JOIN lance_catalog.object o ON o.id = v.table_id
 	                 WHERE o.name = '$1') || ' ' ||
 	               (SELECT count(*) FROM lance_catalog.change WHERE 'ns\$$1' = ANY (objects)
-	                   AND operation <> 'RegisterTable')"
+	                   AND pg_catalog.array_remove(versions, NULL) <> '{}')"
 }
 
 # hold <sql>: a psql session (application_name serving_hold) that runs
