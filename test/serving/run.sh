@@ -16,7 +16,8 @@
 #                   requests from 100 concurrent clients all answer 200
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
-#                   password over TCP), two gateways side by side, each
+#                   password over TCP; then a TLS client certificate), two
+#                   gateways side by side, each
 #                   stopped by scripts/stop.sh with its LN_DATA
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
