@@ -523,15 +523,23 @@ start_gateway_url() {
 		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
 		return 0
 	fi
-	port_in_use "$port" && die "port $port on 127.0.0.1 is already in use; set another"
+	if [[ "$address" == 127.0.0.1 || "$address" == 0.0.0.0 ]] && port_in_use "$port"; then
+		die "port $port on 127.0.0.1 is already in use; set another"
+	fi
 	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
 	as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
 		die "gateway failed to start; see $prefix/error.log"
+	# port_in_use tries 127.0.0.1, which another address does not answer:
+	# there, a running master is all that can be seen from here
 	for ((i = 0; i < 50; i++)); do
-		port_in_use "$port" && return 0
+		if [[ "$address" == 127.0.0.1 || "$address" == 0.0.0.0 ]]; then
+			port_in_use "$port" && return 0
+		else
+			gateway_running "$prefix" && return 0
+		fi
 		sleep 0.1
 	done
-	die "gateway does not listen on 127.0.0.1:$port; see $prefix/error.log"
+	die "gateway does not listen on $address:$port; see $prefix/error.log"
 }
 
 stop_gateway() {
