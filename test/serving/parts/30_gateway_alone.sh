@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# Sourced by test/serving/run.sh.  scripts/gateway.sh in front of a cluster
+# it did not make: LN_DATABASE_URL names two hosts, the first down, with
+# target_session_attrs=read-write, and the gateway's role logs in over TCP
+# with a SCRAM password.  Two gateways serve the database side by side,
+# each with its own LN_DATA (configuration, logs), and scripts/stop.sh
+# with one's LN_DATA stops that one alone.  The URL is kept from other
+# users and out of nginx.conf; a wrong password is 503 with code 17.  A
+# gateway connects with a TLS client certificate the server takes alone
+# (hostssl ... cert).
+# the cluster takes lance_gateway over TCP by password only
+sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
+as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+sql -c "SET password_encryption = 'scram-sha-256'" -c "ALTER ROLE lance_gateway PASSWORD 'gw-secret'" >/dev/null
+DEAD_PORT="$(find_free_port 54597)"
+ALONE_URL="postgresql://lance_gateway:gw-secret@127.0.0.1:$DEAD_PORT,127.0.0.1:$PORT/$DB?target_session_attrs=read-write"
+
+# alone <n> <port> <url>: scripts/gateway.sh with LN_DATA=WORK/alone<n>
+alone() {
+	GATEWAYS+=("$WORK/alone$1/gateway")
+	LN_DATA="$WORK/alone$1" LN_GATEWAY_PORT="$2" LN_DATABASE_URL="$3" LN_GATEWAY_CONNECTIONS=4 \
+		bash "$ROOT/scripts/gateway.sh" >"$WORK/alone$1.log" 2>&1
+}
+alone_status() {
+	curl -s --max-time 20 -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" "http://127.0.0.1:$1/v1/namespace/ns/table/list" || true
+}
+P1="$(find_free_port 2633)"
+if alone 1 "$P1" "$ALONE_URL"; then pass "scripts/gateway.sh starts a gateway alone"; else fail "scripts/gateway.sh starts a gateway alone" "$(tail -n 5 "$WORK/alone1.log")"; fi
+P2="$(find_free_port $((P1 + 1)))"
+if alone 2 "$P2" "$ALONE_URL"; then pass "a second gateway.sh beside it"; else fail "a second gateway.sh beside it" "$(tail -n 5 "$WORK/alone2.log")"; fi
+check "the first answers (its URL's first host is down: the second serves)" 200 "$(alone_status "$P1")"
+check "the second answers" 200 "$(alone_status "$P2")"
+check "each logs its own request" "1 1" \
+	"$(grep -c ' GET /v1/namespace/ns/table/list 200 ' "$WORK/alone1/gateway/access.log") $(grep -c ' GET /v1/namespace/ns/table/list 200 ' "$WORK/alone2/gateway/access.log")"
+check "they connect over TCP as lance_gateway, by password" 2 \
+	"$(sessions "usename = 'lance_gateway' AND client_addr = '127.0.0.1' AND application_name = 'lance_gateway'")"
+check "the URL is the workers' user's alone" "600 postgres" "$(stat -c '%a %U' "$WORK/alone1/gateway/database_url")"
+if grep -q 'gw-secret' "$WORK/alone1/gateway/nginx.conf" "$WORK/alone1.log"; then
+	fail "the password is neither in nginx.conf nor in the script's output"
+else
+	pass "the password is neither in nginx.conf nor in the script's output"
+fi
+P3="$(find_free_port $((P2 + 1)))"
+alone 3 "$P3" "postgresql://lance_gateway:wrong@127.0.0.1:$PORT/$DB" || fail "gateway.sh starts with a wrong password" "$(tail -n 5 "$WORK/alone3.log")"
+if grep -q 'warning: cannot reach the database' "$WORK/alone3.log"; then
+	pass "gateway.sh warns that it cannot reach the database"
+else
+	fail "gateway.sh warns that it cannot reach the database" "$(cat "$WORK/alone3.log")"
+fi
+answer="$(curl -s --max-time 20 -w ' %{http_code}' -H "x-api-key: $KEY" "http://127.0.0.1:$P3/v1/namespace/ns/table/list")"
+if [[ "$answer" == '{"code":17,'*' 503' ]]; then
+	pass "a wrong password: 503, code 17"
+else
+	fail "a wrong password: 503, code 17" "got: $answer"
+fi
+
+LN_DATA="$WORK/alone1" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P1" || true
+check "scripts/stop.sh with the first's LN_DATA stops it" 000 "$(alone_status "$P1")"
+check "and not the second" 200 "$(alone_status "$P2")"
+LN_DATA="$WORK/alone2" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+LN_DATA="$WORK/alone3" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P2" || true
+check "then the second" 000 "$(alone_status "$P2")"
+
+# TLS with a client certificate: the server takes lance_gateway over TCP by
+# its certificate alone (hostssl ... cert), the gateway's URL names the CA
+# and its certificate and key (files the postgres OS user reads)
+TLS="$WORK/tls"
+make_postgres_dir "$TLS" 700
+tls_made=1
+(
+	cd "$TLS" &&
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=serving test CA" -keyout ca.key -out ca.crt &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr &&
+		openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out server.crt &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=lance_gateway" -keyout client.key -out client.csr &&
+		openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out client.crt
+) >"$WORK/tls.log" 2>&1 || tls_made=0
+chown -R postgres:postgres "$TLS"
+chmod 600 "$TLS"/*.key
+if ((tls_made)); then
+	sed -i '1s/.*/hostssl all lance_gateway 127.0.0.1\/32 cert/' "$PGDATA_DIR/pg_hba.conf"
+	sql -c "ALTER SYSTEM SET ssl = on" -c "ALTER SYSTEM SET ssl_cert_file = '$TLS/server.crt'" \
+		-c "ALTER SYSTEM SET ssl_key_file = '$TLS/server.key'" -c "ALTER SYSTEM SET ssl_ca_file = '$TLS/ca.crt'" >/dev/null
+	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+	P4="$(find_free_port $((P3 + 1)))"
+	if alone 4 "$P4" "postgresql://lance_gateway@127.0.0.1:$PORT/$DB?sslmode=verify-ca&sslrootcert=$TLS/ca.crt&sslcert=$TLS/client.crt&sslkey=$TLS/client.key"; then
+		pass "gateway.sh with a TLS client certificate"
+	else
+		fail "gateway.sh with a TLS client certificate" "$(tail -n 5 "$WORK/alone4.log")"
+	fi
+	check "it answers, connected by TLS with its certificate (CN lance_gateway)" "200 /CN=lance_gateway" \
+		"$(alone_status "$P4") $(sql -c "SELECT DISTINCT s.client_dn FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+		                               WHERE a.usename = 'lance_gateway' AND s.ssl")"
+	LN_DATA="$WORK/alone4" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	sql -c "ALTER SYSTEM RESET ssl" -c "ALTER SYSTEM RESET ssl_cert_file" -c "ALTER SYSTEM RESET ssl_key_file" \
+		-c "ALTER SYSTEM RESET ssl_ca_file" >/dev/null
+else
+	fail "openssl makes a CA, a server and a client certificate" "$(tail -n 5 "$WORK/tls.log")"
+fi
+sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
+as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
