@@ -486,7 +486,8 @@ start_gateway_url() {
 	workers="$(nproc)"
 	((workers <= total)) || workers="$total"
 	per_worker=$((total / workers))
-	make_postgres_dir "$prefix" 755
+	# its logs name every request's path and key id: postgres's alone
+	make_postgres_dir "$prefix" 700
 	make_postgres_dir "$prefix/tmp" 700
 	# the URL may hold a password: the workers' user alone reads it
 	tmp="$(mktemp "$prefix/.database_url.XXXXXX")"

@@ -196,6 +196,11 @@ expect "HTTP, a forged key lnk_<victim id>_junk" 401 16 -H "x-api-key: ${KEY_ID}
 expect "HTTP, a forged key of a key's form" 401 16 -H "Authorization: Bearer ${KEY_ID}_$(printf '0%.0s' {1..64})" \
 	"$URL/namespace/gw%24forged2/list"
 expect "HTTP, a forged key on a path without a route" 404 - -H "x-api-key: ${KEY_ID}_junk" "$URL/forged3"
+# A path cannot write fields of its own into the log: its spaces (and any
+# byte that could split a field) are written %XX, so a path holding
+# " 200 0.001 key=<an id>" is one field, and the line's key is "-".
+expect "HTTP, a path that spells a log line's fields" 401 16 \
+	"$URL/namespace/forged4%20200%200.001%20key=${KEY_ID}%20/list"
 # A request with more headers than the gateway reads (100) is refused, so a
 # key after 100 other headers is never dropped unread; with 100 it is read.
 # curl sends Host, User-Agent and Accept of its own.
@@ -204,13 +209,16 @@ mapfile -t FILL96 < <(many_headers 96)
 mapfile -t FILL97 < <(many_headers 97)
 expect "HTTP, the key as the 100th header" 200 - "${FILL96[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw/list/"
 expect "HTTP, the key after 100 other headers" 431 13 "${FILL97[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw%24header101/list"
-for _ in $(seq 600); do (($(wc -l <"$LOG") >= 13)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= 14)) && break; sleep 0.1; done
 # logged <path>...: "<path> <status> key=<id>" of the log's line for each path
 logged() {
 	local path
 	for path in "$@"; do awk -v p="$path" '$3 == p { print $3, $4, $6 }' "$LOG"; done | tr '\n' ' ' | sed 's/ $//'
 }
 # shellcheck disable=SC2016 # the paths hold a literal $
+check "a path that spells fields is one field of its line, whose key is -" \
+	"6 /v1/namespace/forged4%20200%200.001%20key=${KEY_ID}%20/list 401 key=-" \
+	"$(awk '/forged4/ { print NF, $3, $4, $6 }' "$LOG")"
 check "the forged keys' requests log key=-" \
 	"/v1/namespace/gw\$forged1/list 401 key=- /v1/namespace/gw\$forged2/list 401 key=- /v1/forged3 404 key=-" \
 	"$(logged '/v1/namespace/gw$forged1/list' '/v1/namespace/gw$forged2/list' /v1/forged3)"

@@ -79,6 +79,10 @@ check_auth() {
 	refused "OS user nobody cannot connect as lance_gateway over TCP ($when)" -h 127.0.0.1 -U lance_gateway
 	refused "OS user nobody cannot connect over the socket ($when)" -h "$DATA/run" -U postgres
 	check "the socket folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/run")"
+	# the gateway's logs name every request's path and key id
+	check "OS user nobody reads none of the gateway's files ($when)" "refused" \
+		"$(as_nobody cat "$DATA/gateway/access.log" "$DATA/gateway/error.log" >/dev/null 2>&1 && echo read || echo refused)"
+	check "the gateway's folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/gateway")"
 	check "no rule of pg_hba.conf trusts ($when)" "0 0" \
 		"$("$PG_BIN/psql" -X -At -F ' ' -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 			-c "SELECT count(*) FILTER (WHERE auth_method = 'trust'), count(*) FILTER (WHERE error IS NOT NULL) FROM pg_hba_file_rules")"
