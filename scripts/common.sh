@@ -95,8 +95,7 @@ apt_install() {
 		say "installing from apt's cache of packages (LN_APT_OFFLINE=1: no apt-get update, no download)"
 		apt-get install -y --no-install-recommends --no-download "$@"
 	else
-		apt-get update
-		apt-get install -y --no-install-recommends "$@"
+		apt-get update && apt-get install -y --no-install-recommends "$@"
 	fi
 }
 
@@ -118,7 +117,7 @@ install_deps() {
 	fi
 	[[ $EUID -eq 0 ]] || die "missing packages (${missing[*]}) and not root; install them or rerun as root"
 	say "installing: ${missing[*]}"
-	apt_install "${missing[@]}"
+	apt_install "${missing[@]}" || die "could not install ${missing[*]}"
 	[[ -x "$PG_CONFIG" ]] || die "$PG_CONFIG still missing after installing packages"
 }
 

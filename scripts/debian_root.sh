@@ -46,6 +46,8 @@ SRC_IN_ROOT=/srv/lance_namespace
 STAMP=etc/lance_namespace-base          # written last: a base without it is incomplete
 PACKAGES_LIST=etc/lance_namespace-packages # what the base's apt cache holds .deb files for
 NPM_CACHE="$BASES_DIR/npm"
+# what make_base puts in a base: a base of another format is made anew
+BASE_FORMAT=2
 CHROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 say() { printf 'debian_root: %s\n' "$*"; }
@@ -171,6 +173,8 @@ make_base() {
 	printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
 	chmod 755 "$new/usr/sbin/policy-rc.d"
 	printf 'deb %s %s main\n' "$mirror" "$suite" >"$new/etc/apt/sources.list"
+	# A run's root is thrown away: dpkg need not sync every file it unpacks.
+	printf 'force-unsafe-io\n' >"$new/etc/dpkg/dpkg.cfg.d/99lance-namespace-unsafe-io"
 	# the downloaded .deb files stay in the base's cache once installed
 	printf 'APT::Keep-Downloaded-Packages "true";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-keep-packages"
 	if [[ "$suite" == sid ]]; then
@@ -196,18 +200,20 @@ make_base() {
 		die "downloading ${packages[*]} in the $suite base failed; its log: $log"
 	fi
 	printf '%s\n' "${packages[@]}" >"$new/$PACKAGES_LIST"
-	printf 'made %s\nsuite %s\nmirror %s\n' "$(date +%s)" "$suite" "$mirror" >"$new/$STAMP"
+	printf 'made %s\nsuite %s\nmirror %s\nformat %s\n' "$(date +%s)" "$suite" "$mirror" "$BASE_FORMAT" >"$new/$STAMP"
 	remove_root "$dir"
 	mv "$new" "$dir"
 	say "made the $suite base in $((SECONDS - start)) s ($(du -sh "$dir/var/cache/apt/archives" | cut -f1) of packages)"
 }
 
 # ensure_base <suite>: the base, made anew if missing, incomplete, a week
-# old, or when this tree's scripts install other packages than it caches.
+# old, of another format, or when this tree's scripts install other packages
+# than it caches.
 ensure_base() {
 	local suite="$1" dir="$BASES_DIR/$1" age
 	age="$(age_days "$dir")"
 	if [[ -d "$dir" ]] && ((age < MAX_AGE_DAYS)) &&
+		[[ "$(sed -n 's/^format //p' "$dir/$STAMP" 2>/dev/null)" == "$BASE_FORMAT" ]] &&
 		[[ "$(packages_of "$dir")" == "$(cat "$dir/$PACKAGES_LIST" 2>/dev/null)" ]]; then
 		return 0
 	fi

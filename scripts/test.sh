@@ -225,7 +225,7 @@ GATEWAY_PREFIX=""
 install_node() {
 	command -v node >/dev/null && command -v npm >/dev/null && return 0
 	say "installing ${LN_TEST_PACKAGES[*]}"
-	apt_install "${LN_TEST_PACKAGES[@]}"
+	apt_install "${LN_TEST_PACKAGES[@]}" || die "could not install ${LN_TEST_PACKAGES[*]}"
 }
 
 # The tests run as postgres, which may not be able to read the clone (a
@@ -380,8 +380,9 @@ SQL
 
 # ---------------------------------------------------------------------------
 # Newer releases: the project on PostgreSQL 17 in a Debian 13 root and on 18
-# in a Debian sid root, made with debootstrap and kept between runs
-# (test/versions/run.sh): scripts/run.sh's catalog and gateway, the SQL
+# in a Debian sid root, each a throwaway overlay of a base made with
+# debootstrap, where everything is installed anew from the base's cache of
+# packages (test/versions/run.sh, scripts/debian_root.sh): scripts/run.sh's catalog and gateway, the SQL
 # suites, the end-to-end tests through that gateway, and a catalog of this
 # machine's PostgreSQL dumped and restored there.  Their counts and what
 # failed join this run's.
