@@ -85,6 +85,26 @@ missing_packages() {
 	done
 }
 
+# The Debian packages the tests need besides LN_PACKAGES: Node and npm for
+# the end-to-end tests (scripts/test.sh installs them when missing).
+# shellcheck disable=SC2034 # test.sh's and debian_root.sh's
+LN_TEST_PACKAGES=(nodejs npm)
+
+# apt_install <package>...: install with apt, without prompts (a machine
+# without a terminal).  With LN_APT_OFFLINE=1, apt's lists are taken as they
+# are and every package must come from apt's cache of .deb files (a Debian
+# root that scripts/debian_root.sh prepared has both): no apt-get update,
+# nothing downloaded, and a package the cache lacks fails the install.
+apt_install() {
+	export DEBIAN_FRONTEND=noninteractive
+	if [[ "${LN_APT_OFFLINE:-}" == 1 ]]; then
+		say "installing from apt's cache of packages (LN_APT_OFFLINE=1: no apt-get update, no download)"
+		apt-get install -y --no-install-recommends --no-download "$@"
+	else
+		apt-get update && apt-get install -y --no-install-recommends "$@"
+	fi
+}
+
 # Install whatever is missing.  apt is skipped entirely when nothing is, so a
 # prepared machine needs neither root for apt nor network access.
 install_deps() {
@@ -92,7 +112,7 @@ install_deps() {
 	if [[ -z "$PG_VERSION" ]]; then
 		# a fresh machine: apt's lists tell which PostgreSQL the release ships
 		[[ $EUID -eq 0 ]] || die "no PostgreSQL installed and not root; install one or rerun as root"
-		apt-get update
+		[[ "${LN_APT_OFFLINE:-}" == 1 ]] || apt-get update
 		use_pg_version "$(release_pg_version)"
 		[[ -n "$PG_VERSION" ]] || die "cannot tell which PostgreSQL this release ships; set LN_PG_VERSION"
 	fi
@@ -103,10 +123,7 @@ install_deps() {
 	fi
 	[[ $EUID -eq 0 ]] || die "missing packages (${missing[*]}) and not root; install them or rerun as root"
 	say "installing: ${missing[*]}"
-	# noninteractive: no debconf prompts on a machine without a terminal.
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	apt-get install -y --no-install-recommends "${missing[@]}"
+	apt_install "${missing[@]}" || die "could not install ${missing[*]}"
 	[[ -x "$PG_CONFIG" ]] || die "$PG_CONFIG still missing after installing packages"
 }
 

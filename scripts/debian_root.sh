@@ -2,34 +2,53 @@
 # A Debian root of another release, to build, run and test lance_namespace
 # with the PostgreSQL that release ships, beside this machine's own.
 #
-#   scripts/debian_root.sh make <suite>     make the root if missing or older than a week
+#   scripts/debian_root.sh make <suite>     make the release's base if it is missing, incomplete,
+#                                           a week old or caches other packages than the
+#                                           scripts install; print its folder
 #   scripts/debian_root.sh run <suite> [--share <dir>]... <cmd>...
-#                                           run <cmd> in it (as root, in a chroot) in a copy
-#                                           of this source tree, /srv/lance_namespace there;
-#                                           each <dir> of this machine is seen at the same
-#                                           path in the root for the run
+#                                           run <cmd> (as root, in a chroot) in a throwaway
+#                                           root over the base, in a copy of this source
+#                                           tree, /srv/lance_namespace there; each <dir> of
+#                                           this machine is seen at the same path in the root
 #
 # <suite> is a Debian release's name: trixie (Debian 13, PostgreSQL 17) or
-# sid (unstable, PostgreSQL 18).  debootstrap (installed here if missing)
-# makes the root from the archive this machine's apt uses, under
-# LN_ROOTS_DIR (default /var/cache/lance_namespace/roots), where it is kept
-# between runs and made anew when it is missing or a week old.  Nothing is
-# installed in it beyond Debian's minimal base: the project's own scripts
-# install what they need there, as on a fresh machine of that release.
+# sid (unstable, PostgreSQL 18).
+#
+# The base, kept under LN_BASES_DIR (default /var/cache/lance_namespace/bases)
+# and made anew when a week old, is what debootstrap makes from the archive
+# this machine's apt uses (Debian's minimal base), with apt's lists of that
+# day and the .deb files of what the project's scripts install there
+# (scripts/common.sh: LN_PACKAGES for the release's PostgreSQL, and
+# LN_TEST_PACKAGES), downloaded but not installed.  It is made in
+# <suite>.new and renamed to <suite> once complete, with its stamp: a base
+# without one is made anew.
+#
+# A run never changes the base: it runs in an overlay of it (a copy, where
+# the kernel has no overlayfs) that is thrown away at the end, however the
+# run ends.  In it, as on a fresh machine of that release, the scripts
+# install everything they need, from the cached .deb files (LN_APT_OFFLINE=1:
+# no apt-get update, no download: a package missing from the cache fails).
+# npm's cache (/root/.npm) is kept beside the bases: npm ci checks every
+# package against the lock file.
 #
 # A run mounts /proc, /sys and /dev into the root and takes them away again
 # on every exit path.  The root shares this machine's network: a server in it
-# listens on this machine's ports.  Runs of one root take turns (a lock).
+# listens on this machine's ports.  Runs of one release take turns (a lock).
 # Variables named LN_* and CI pass into the root.
 #
 # Runs as root.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-ROOTS_DIR="${LN_ROOTS_DIR:-/var/cache/lance_namespace/roots}"
+BASES_DIR="${LN_BASES_DIR:-/var/cache/lance_namespace/bases}"
 MAX_AGE_DAYS=7
 SRC_IN_ROOT=/srv/lance_namespace
-STAMP=etc/lance_namespace-root
+STAMP=etc/lance_namespace-base          # written last: a base without it is incomplete
+PACKAGES_LIST=etc/lance_namespace-packages # what the base's apt cache holds .deb files for
+NPM_CACHE="$BASES_DIR/npm"
+# what make_base puts in a base: a base of another format is made anew
+BASE_FORMAT=2
+CHROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 say() { printf 'debian_root: %s\n' "$*"; }
 die() {
@@ -104,7 +123,7 @@ mount_root() {
 	mount --make-rslave "$dir/sys"
 }
 
-# age_days <root>: whole days since the root was made (a root without its
+# age_days <base>: whole days since the base was made (a base without its
 # stamp, one whose making stopped halfway, is as old as can be).
 age_days() {
 	local made
@@ -116,10 +135,25 @@ age_days() {
 	echo $((($(date +%s) - made) / 86400))
 }
 
-# make_root <suite>: debootstrap a new root beside the old one, then put it
-# in its place, so a root is always either whole or absent.
-make_root() {
-	local suite="$1" dir="$ROOTS_DIR/$1" new="$ROOTS_DIR/.$1.new" mirror start=$SECONDS
+# packages_of <root>: the packages the scripts of this tree install in
+# <root>, a root of a release with apt's lists (scripts/common.sh, as
+# install_deps and scripts/test.sh's install_node pick them), sorted.
+packages_of() {
+	local dir="$1"
+	# shellcheck disable=SC2016 # the root's shell expands them
+	{
+		cat "$ROOT/scripts/common.sh"
+		printf '\nprintf "%%s\\n" "${LN_PACKAGES[@]}" "${LN_TEST_PACKAGES[@]}" | LC_ALL=C sort -u\n'
+	} | chroot "$dir" /usr/bin/env -i PATH="$CHROOT_PATH" /bin/bash -s
+}
+
+# make_base <suite>: debootstrap a new base in <suite>.new, give it apt's
+# lists and the .deb files of what the scripts install there, then put it in
+# the old one's place with its stamp, so a base is always either complete or
+# absent.
+make_base() {
+	local suite="$1" dir="$BASES_DIR/$1" new="$BASES_DIR/$1.new" log="$BASES_DIR/$1.log" mirror start=$SECONDS
+	local -a packages
 	if ! command -v debootstrap >/dev/null; then
 		say "installing debootstrap"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >/dev/null ||
@@ -127,11 +161,11 @@ make_root() {
 	fi
 	mirror="$(debian_mirror)"
 	remove_root "$new"
-	say "making a Debian $suite root in $dir from $mirror (debootstrap)"
-	if ! debootstrap --variant=minbase "$suite" "$new" "$mirror" >"$ROOTS_DIR/.$suite.log" 2>&1; then
-		tail -n 20 "$ROOTS_DIR/.$suite.log" >&2
+	say "making a Debian $suite base in $dir from $mirror (debootstrap)"
+	if ! debootstrap --variant=minbase "$suite" "$new" "$mirror" >"$log" 2>&1; then
+		tail -n 20 "$log" >&2
 		remove_root "$new"
-		die "debootstrap $suite failed; its log: $ROOTS_DIR/.$suite.log"
+		die "debootstrap $suite failed; its log: $log"
 	fi
 	unmount_below "$new"
 	# Services that packages start on install stay stopped: a server the
@@ -139,32 +173,51 @@ make_root() {
 	printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
 	chmod 755 "$new/usr/sbin/policy-rc.d"
 	printf 'deb %s %s main\n' "$mirror" "$suite" >"$new/etc/apt/sources.list"
-	# a root installs each package once: their downloads need not be kept
-	printf 'APT::Keep-Downloaded-Packages "false";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-no-archives"
+	# A run's root is thrown away: dpkg need not sync every file it unpacks.
+	printf 'force-unsafe-io\n' >"$new/etc/dpkg/dpkg.cfg.d/99lance-namespace-unsafe-io"
+	# the downloaded .deb files stay in the base's cache once installed
+	printf 'APT::Keep-Downloaded-Packages "true";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-keep-packages"
 	if [[ "$suite" == sid ]]; then
 		# The archive's snapshot of sid may carry a Release file past
 		# its validity date: this root alone accepts it.
 		printf 'Acquire::Check-Valid-Until "false";\n' >"$new/etc/apt/apt.conf.d/99lance-namespace-valid-until"
 	fi
-	printf 'made %s\nsuite %s\nmirror %s\n' "$(date +%s)" "$suite" "$mirror" >"$new/$STAMP"
+	cp -L /etc/resolv.conf "$new/etc/resolv.conf"
+	cp -L /etc/hosts "$new/etc/hosts"
+	say "downloading apt's lists and the packages the scripts install on $suite"
+	if ! chroot "$new" /usr/bin/env -i PATH="$CHROOT_PATH" apt-get update >>"$log" 2>&1; then
+		tail -n 20 "$log" >&2
+		remove_root "$new"
+		die "apt-get update in the $suite base failed; its log: $log"
+	fi
+	mapfile -t packages < <(packages_of "$new")
+	# (a name the release lacks fails here, as install_deps would)
+	if ((${#packages[@]} == 0)) ||
+		! chroot "$new" /usr/bin/env -i PATH="$CHROOT_PATH" DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends --download-only "${packages[@]}" >>"$log" 2>&1; then
+		tail -n 20 "$log" >&2
+		remove_root "$new"
+		die "downloading ${packages[*]} in the $suite base failed; its log: $log"
+	fi
+	printf '%s\n' "${packages[@]}" >"$new/$PACKAGES_LIST"
+	printf 'made %s\nsuite %s\nmirror %s\nformat %s\n' "$(date +%s)" "$suite" "$mirror" "$BASE_FORMAT" >"$new/$STAMP"
 	remove_root "$dir"
 	mv "$new" "$dir"
-	say "made the $suite root in $((SECONDS - start)) s"
+	say "made the $suite base in $((SECONDS - start)) s ($(du -sh "$dir/var/cache/apt/archives" | cut -f1) of packages)"
 }
 
-# ensure_root <suite>: the root, made if missing or a week old.  A root in
-# which something still runs is kept, whatever its age.
-ensure_root() {
-	local suite="$1" dir="$ROOTS_DIR/$1" age
+# ensure_base <suite>: the base, made anew if missing, incomplete, a week
+# old, of another format, or when this tree's scripts install other packages
+# than it caches.
+ensure_base() {
+	local suite="$1" dir="$BASES_DIR/$1" age
 	age="$(age_days "$dir")"
-	if [[ -d "$dir" ]] && ((age < MAX_AGE_DAYS)); then
+	if [[ -d "$dir" ]] && ((age < MAX_AGE_DAYS)) &&
+		[[ "$(sed -n 's/^format //p' "$dir/$STAMP" 2>/dev/null)" == "$BASE_FORMAT" ]] &&
+		[[ "$(packages_of "$dir")" == "$(cat "$dir/$PACKAGES_LIST" 2>/dev/null)" ]]; then
 		return 0
 	fi
-	if [[ -d "$dir" ]] && root_in_use "$dir"; then
-		say "warning: the $suite root is $age days old but something runs in it; keeping it"
-		return 0
-	fi
-	make_root "$suite"
+	make_base "$suite"
 }
 
 # copy_tree <dest>: this source tree without its build outputs and local
@@ -204,21 +257,70 @@ trust_local_authorities() {
 	fi
 }
 
-RUN_DIR=""
-MADE_DIRS=() # the mount points of the shared folders that a run made in the root
-finish_run() {
-	local rc=$? i
-	trap - EXIT
-	[[ -n "$RUN_DIR" ]] && unmount_below "$RUN_DIR"
-	for ((i = ${#MADE_DIRS[@]} - 1; i >= 0; i--)); do
-		rmdir "${MADE_DIRS[i]}" 2>/dev/null || true
+# stop_processes_in <dir>: end what still runs with its root in <dir> (a
+# catalog the command left running), by process id: TERM, then KILL after
+# ten seconds.
+stop_processes_in() {
+	local dir="$1" i p
+	for ((i = 0; i < 20; i++)); do
+		root_in_use "$dir" || return 0
+		for p in /proc/[0-9]*; do
+			[[ "$(readlink "$p/root" 2>/dev/null)" == "$dir" ]] || continue
+			kill "-$([[ $i -lt 19 ]] && echo TERM || echo KILL)" "${p#/proc/}" 2>/dev/null || true
+		done
+		sleep 0.5
 	done
+}
+
+# The throwaway root of a run: RUN_DIR holds upper/ and work/ (the overlay's)
+# and root/, where the run sees the base.
+RUN_DIR=""
+finish_run() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n "$RUN_DIR" ]]; then
+		if root_in_use "$RUN_DIR/root"; then
+			say "stopping what still runs in the throwaway root: $(processes_in "$RUN_DIR/root" | tr '\n' ' ')"
+			stop_processes_in "$RUN_DIR/root"
+		fi
+		# /proc, /dev, /sys and the shared folders first, the overlay last
+		unmount_below "$RUN_DIR"
+		remove_root "$RUN_DIR"
+	fi
 	exit "$rc"
+}
+
+# remove_stale_runs <suite>: the throwaway roots of runs that were killed
+# before they could remove theirs (the suite's lock is ours: none runs).
+remove_stale_runs() {
+	local suite="$1" dir
+	for dir in "$BASES_DIR/.run-$suite."*; do
+		[[ -d "$dir" ]] || continue
+		if root_in_use "$dir/root"; then
+			say "warning: something still runs in $dir, an old run's root; keeping it"
+			continue
+		fi
+		say "removing $dir, the root of a run that ended before removing it"
+		remove_root "$dir"
+	done
+}
+
+# make_throwaway <base> <dir>: <dir>/root, the base as the run sees it: an
+# overlay whose changes go to <dir>/upper, or a copy where the kernel has no
+# overlayfs.
+make_throwaway() {
+	local base="$1" dir="$2"
+	mkdir "$dir/upper" "$dir/work" "$dir/root"
+	if mount -t overlay overlay -o "lowerdir=$base,upperdir=$dir/upper,workdir=$dir/work" "$dir/root" 2>/dev/null; then
+		return 0
+	fi
+	say "no overlayfs here: copying the base"
+	cp -a --reflink=auto "$base/." "$dir/root/"
 }
 
 # run_in_root <suite> [--share <dir>]... <cmd>...
 run_in_root() {
-	local suite="$1" dir="$ROOTS_DIR/$1" name share
+	local suite="$1" base="$BASES_DIR/$1" dir name share
 	local -a shares=()
 	shift
 	while [[ "${1:-}" == --share ]]; do
@@ -227,36 +329,37 @@ run_in_root() {
 		shift 2
 	done
 	(($# > 0)) || die "run: no command"
-	copy_tree "$dir$SRC_IN_ROOT"
-	# name resolution as on this machine, for apt and npm
-	cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
-	cp -L /etc/hosts "$dir/etc/hosts"
-	trust_local_authorities "$dir"
-	RUN_DIR="$dir"
+	remove_stale_runs "$suite"
 	trap finish_run EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
-	unmount_below "$dir"
+	RUN_DIR="$(mktemp -d "$BASES_DIR/.run-$suite.XXXXXX")"
+	make_throwaway "$base" "$RUN_DIR"
+	dir="$RUN_DIR/root"
+	copy_tree "$dir$SRC_IN_ROOT"
+	# name resolution as on this machine, for npm
+	cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+	cp -L /etc/hosts "$dir/etc/hosts"
+	trust_local_authorities "$dir"
 	mount_root "$dir"
 	for share in "${shares[@]}"; do
-		mapfile -t -O "${#MADE_DIRS[@]}" MADE_DIRS < <(LC_ALL=C mkdir -pv -- "$dir$share" | sed -n "s/^mkdir: created directory '\(.*\)'$/\1/p")
+		mkdir -p -- "$dir$share"
 		mount --bind "$share" "$dir$share"
 	done
-	local -a env=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+	mkdir -p "$NPM_CACHE" "$dir/root/.npm"
+	mount --bind "$NPM_CACHE" "$dir/root/.npm"
+	local -a env=(HOME=/root LANG=C.UTF-8 PATH="$CHROOT_PATH")
 	for name in $(compgen -e); do
 		[[ "$name" == LN_* || "$name" == CI ]] && env+=("$name=${!name}")
 	done
 	[[ -n "${TERM:-}" ]] && env+=("TERM=$TERM")
 	# Debian's bundle, with this machine's own authorities (Node has its own list)
 	env+=(NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
+	# packages from the base's cache only
+	env+=(LN_APT_OFFLINE=1)
 	local rc=0
-	# (not holding the root's lock: what the command leaves running, a
-	# catalog that scripts/run.sh started, must not keep the next run out)
 	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
 	chroot "$dir" /usr/bin/env -i "${env[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$SRC_IN_ROOT" "$@" 9>&- || rc=$?
-	if root_in_use "$dir"; then
-		say "note: still running in the $suite root: $(processes_in "$dir" | tr '\n' ' ')"
-	fi
 	return "$rc"
 }
 
@@ -268,13 +371,14 @@ main() {
 	fi
 	[[ "$suite" =~ ^[a-z]+$ ]] || die "a suite is a Debian release's name (trixie, sid), got '$suite'"
 	shift 2
-	mkdir -p "$ROOTS_DIR"
-	# one user of a root at a time: making it, or a run in it
-	exec 9>"$ROOTS_DIR/.$suite.lock"
+	mkdir -p "$BASES_DIR"
+	# one user of a base at a time: making it, or a run over it (the
+	# overlay's lower layer must not change under it)
+	exec 9>"$BASES_DIR/.$suite.lock"
 	flock 9
-	ensure_root "$suite"
+	ensure_base "$suite"
 	if [[ "$cmd" == make ]]; then
-		echo "$ROOTS_DIR/$suite"
+		echo "$BASES_DIR/$suite"
 	else
 		run_in_root "$suite" "$@"
 	fi

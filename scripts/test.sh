@@ -229,10 +229,8 @@ GATEWAY_PREFIX=""
 
 install_node() {
 	command -v node >/dev/null && command -v npm >/dev/null && return 0
-	say "installing nodejs and npm"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	apt-get install -y --no-install-recommends nodejs npm
+	say "installing ${LN_TEST_PACKAGES[*]}"
+	apt_install "${LN_TEST_PACKAGES[@]}" || die "could not install ${LN_TEST_PACKAGES[*]}"
 }
 
 # The tests run as postgres, which may not be able to read the clone (a
@@ -387,17 +385,19 @@ SQL
 
 # ---------------------------------------------------------------------------
 # Newer releases: the project on PostgreSQL 17 in a Debian 13 root and on 18
-# in a Debian sid root, made with debootstrap and kept between runs
-# (test/versions/run.sh): scripts/run.sh's catalog and gateway, the SQL
+# in a Debian sid root, each a throwaway overlay of a base made with
+# debootstrap, where everything is installed anew from the base's cache of
+# packages (test/versions/run.sh, scripts/debian_root.sh): scripts/run.sh's catalog and gateway, the SQL
 # suites, the end-to-end tests through that gateway, and a catalog of this
 # machine's PostgreSQL dumped and restored there.  Their counts and what
 # failed join this run's.
 # ---------------------------------------------------------------------------
 run_release() {
-	local part="$1" suite="$2" log="$TMP_DIR/$1.log" rc=0 summary p=0 f=0 line
+	local part="$1" suite="$2" log="$TMP_DIR/$1.log" rc=0 summary p=0 f=0 line start=$SECONDS
 	wanted "$part" || return 0
 	say "running the project on $part in a Debian $suite root"
 	bash "$ROOT/test/versions/run.sh" "$suite" 2>&1 | tee "$log" || rc=$?
+	say "the $part part took $((SECONDS - start)) s"
 	summary="$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)"
 	[[ -n "$summary" ]] && read -r p f <<<"$summary"
 	if ((rc != 0 && f == 0)); then

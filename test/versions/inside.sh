@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Inside a Debian root of another release (test/versions/run.sh runs it
 # there, as root, in a copy of the source tree): what a user of that release
-# does, from a fresh machine on.  scripts/run.sh installs what is missing,
-# builds the extension, which must build without a warning, and starts a
+# does, from a fresh machine on.  scripts/run.sh installs the release's
+# packages (the root is a throwaway one where none is installed yet: a run.sh
+# that finds them all there fails the check, as a root kept from an earlier
+# run would test nothing of the install), builds the extension, which must
+# build without a warning, and starts a
 # catalog with its gateway; scripts/test.sh then runs the pg_regress and
 # isolation suites, the end-to-end tests through that gateway
 # (LN_TEST_RUN_DATA), and the restore of LN_RESTORE_FROM's catalog
@@ -42,6 +45,8 @@ say "scripts/run.sh on $(. /etc/os-release && echo "$PRETTY_NAME")"
 rc=0
 LN_DATA="$DATA" LN_PORT="$PORT" LN_GATEWAY_PORT="$GATEWAY_PORT" bash scripts/run.sh 2>&1 | tee "$RUN_LOG" || rc=$?
 check_that "scripts/run.sh (exit $rc)" "$([[ $rc == 0 ]] && echo true || echo false)"
+check_that "scripts/run.sh installed the release's packages (a fresh root)" \
+	"$(grep -q '^lance_namespace: installing: postgresql-' "$RUN_LOG" && echo true || echo false)"
 # (the build's own lines name -W flags: a compiler's warning says "warning:")
 warnings="$(grep -c 'warning:' "$RUN_LOG")"
 check_that "the build printed $warnings compiler warnings: $(grep -m 3 'warning:' "$RUN_LOG" | tr '\n' ' ')" \

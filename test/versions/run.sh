@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project on another Debian release and the PostgreSQL it ships, in a
-# Debian root of that release (scripts/debian_root.sh: made with
-# debootstrap, kept under /var/cache/lance_namespace/roots, made anew when
-# a week old), where the project's own scripts do what they do on a fresh
-# machine (test/versions/inside.sh): scripts/run.sh installs the release's
+# throwaway Debian root of that release (scripts/debian_root.sh: an overlay
+# of a base made with debootstrap, kept under /var/cache/lance_namespace/bases
+# with the .deb files of what the scripts install, made anew when a week
+# old), where the project's own scripts do what they do on a fresh machine
+# (test/versions/inside.sh): scripts/run.sh installs the release's
 # PostgreSQL, nginx with its Lua module and the Lua driver, builds the
 # extension and starts a catalog with its gateway; scripts/test.sh runs the
 # pg_regress and isolation suites, the official client's end-to-end tests
