@@ -94,10 +94,12 @@ repl_wait_streaming() {
 }
 
 # repl_wait_replay <primary sockdir> <primary port> <standby sockdir> <standby port>
-# Wait until the standby has replayed all the WAL the primary has written.
+# Wait until the standby has replayed all the WAL the primary has inserted
+# (the insert position: with synchronous_commit off, a commit's record may
+# not be written yet, and pg_current_wal_lsn() is only the write position).
 repl_wait_replay() {
 	local psock="$1" pport="$2" ssock="$3" sport="$4" lsn i
-	lsn="$(repl_psql "$psock" "$pport" -d postgres -c 'SELECT pg_catalog.pg_current_wal_lsn()')"
+	lsn="$(repl_psql "$psock" "$pport" -d postgres -c 'SELECT pg_catalog.pg_current_wal_insert_lsn()')"
 	for ((i = 0; i < 600; i++)); do
 		[[ "$(repl_psql "$ssock" "$sport" -d postgres -c "SELECT coalesce(pg_catalog.pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn, false)")" == t ]] &&
 			return 0
@@ -174,7 +176,7 @@ unix_socket_dir = $dir
 auth_type = trust
 auth_file = $dir/userlist.txt
 pool_mode = transaction
-default_pool_size = 4
+default_pool_size = ${REPL_BOUNCER_POOL_SIZE:-2}
 max_client_conn = 200
 server_reset_query =
 ignore_startup_parameters = extra_float_digits,options
