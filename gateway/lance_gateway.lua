@@ -2,21 +2,30 @@
 --
 -- The gateway knows nothing of Lance: it hands each /v1/ request (method, raw
 -- path, raw query string, body, headers) to the SQL function lance_rest(),
--- with bound parameters, and writes back the status, headers and body it
--- answers.  Each nginx worker keeps one database connection, as the database
--- role lance_gateway.  Authentication is the database's: lance_rest() checks
+-- as escaped literals, and writes back the status, headers and body it
+-- answers.  The database calls are lance_db's: they run in nginx's thread
+-- pool over a bounded pool of connections per worker, as the database role
+-- of LN_DATABASE_URL (lance_gateway), so a request that waits never holds up
+-- another, and each has a deadline (LN_REQUEST_TIMEOUT).  Authentication is
+-- the database's: lance_rest() checks
 -- the request's API key and runs the request as the key's role, and answers
 -- the id of the key it authenticated, which the gateway writes to its access
 -- log (never an id merely sent: "lnk_<someone's id>_junk" is logged as "-").
-local DBI = require("DBI")
 local cjson = require("cjson.safe")
+local lance_db = require("lance_db")
 
 local M = {}
 
-local dbh, sth
+-- This worker's pool of database connections (init_worker).
+local pool
+-- LN_REQUEST_TIMEOUT: seconds a request may take, from its arrival.
+local request_timeout = 30
 
 local SQL = "SELECT status, response_headers::text, response_body, key_id"
-	.. " FROM lance_rest(?, ?, ?, ?, ?::jsonb)"
+	.. " FROM lance_rest($1, $2, $3, $4, $5::jsonb)"
+
+-- How soon a client may try again after a 503, in seconds (Retry-After).
+local RETRY_AFTER = "1"
 
 -- The most headers a request may carry.  The gateway hands the catalog
 -- every header or refuses the request (431, code 13): one it did not read
@@ -24,27 +33,31 @@ local SQL = "SELECT status, response_headers::text, response_body, key_id"
 -- run the request without it.
 local MAX_HEADERS = 100
 
-local function connect()
-	local conf = ngx.var
-	local conn, err = DBI.Connect("PostgreSQL", conf.lance_db, conf.lance_user, "",
-		conf.lance_host, tonumber(conf.lance_port))
-	if not conn then
-		return nil, err
-	end
-	conn:autocommit(true)
-	local stmt, perr = conn:prepare(SQL)
-	if not stmt then
-		conn:close()
-		return nil, perr
-	end
-	dbh, sth = conn, stmt
-	return true
+-- init_worker{database_url_file, connections, timeout}: the settings
+-- start_gateway (scripts/common.sh) wrote into nginx.conf.  The database's
+-- URL is kept in a file of its own (it may hold a password), read once per
+-- worker.
+function M.init_worker(conf)
+	local f = assert(io.open(conf.database_url_file, "r"))
+	local url = (f:read("*a") or ""):gsub("%s+$", "")
+	f:close()
+	request_timeout = conf.timeout or 30
+	pool = lance_db.new_pool({
+		name = "primary",
+		conninfo = url,
+		size = conf.connections,
+		thread_pool = "lance_db",
+		connect_timeout = math.min(10, request_timeout),
+	})
 end
 
 local function reply(status, headers, body)
 	ngx.status = status
 	for name, value in pairs(headers) do
 		ngx.header[name] = value
+	end
+	if status == 503 then
+		ngx.header["retry-after"] = RETRY_AFTER
 	end
 	if body then
 		ngx.print(body)
@@ -64,27 +77,50 @@ local function unavailable(message)
 		error_body(17, "the catalog database is unavailable: " .. message))
 end
 
--- Run lance_rest once.  A failed statement is not retried: the server may
--- have committed it before the connection broke, and running a commit twice
--- is not safe.  The connection is dropped and made anew for the next request.
+-- The HTTP status of a Lance error code, as lance_rest() answers it
+-- (status_of_code in src/http/rest.c).
+local STATUS_OF_CODE = {
+	[0] = 406, [1] = 404, [2] = 409, [3] = 409, [4] = 404, [5] = 409, [6] = 404, [7] = 409,
+	[8] = 404, [9] = 409, [10] = 404, [11] = 404, [12] = 404, [13] = 400, [14] = 409,
+	[15] = 403, [16] = 401, [17] = 503, [18] = 500, [19] = 409, [20] = 400, [21] = 429,
+	[22] = 404, [23] = 409,
+}
+
+-- A statement lance_rest() did not answer with a row: the database ended it
+-- with an error, and the transaction was rolled back whole.  A cancel
+-- (statement_timeout past the request's deadline, pg_cancel_backend) or a
+-- shutdown reaches here as the Lance error lance_rest() raised for it
+-- (LN017, its ErrorResponse JSON as the detail), or raw if it struck
+-- outside lance_rest(): both are 503 with code 17.
+local function database_error(e)
+	local state = e.sqlstate or ""
+	if state:sub(1, 2) == "LN" and e.detail then
+		local body = cjson.decode(e.detail)
+		local code = type(body) == "table" and tonumber(body.code)
+		if code and STATUS_OF_CODE[code] then
+			if code == 17 then
+				ngx.log(ngx.WARN, "lance_gateway: ", e.message or "", " (", state, ")")
+			end
+			return reply(STATUS_OF_CODE[code], { ["content-type"] = "application/json" }, e.detail)
+		end
+	end
+	if state == "57014" then
+		return reply(503, { ["content-type"] = "application/json" },
+			error_body(17, "the request took longer than the gateway allows (LN_REQUEST_TIMEOUT): cancelled and rolled back"))
+	end
+	if state == "22021" then
+		return reply(400, { ["content-type"] = "application/json" },
+			error_body(13, "the request is not valid UTF-8"))
+	end
+	return unavailable((e.message or "error") .. (state ~= "" and " (SQLSTATE " .. state .. ")" or ""))
+end
+
+-- Run lance_rest once, before the request's deadline.  A statement that
+-- may have reached the database is never sent again (lance_db): a commit
+-- must not run twice.
 local function call(method, path, query, body, headers)
-	if not sth then
-		local ok, err = connect()
-		if not ok then
-			return nil, err
-		end
-	end
-	local ok, err = sth:execute(method, path, query, body, headers)
-	if ok then
-		local row = sth:fetch(false)
-		if row then
-			return row
-		end
-		err = "lance_rest answered no row"
-	end
-	pcall(function() dbh:close() end)
-	dbh, sth = nil, nil
-	return nil, err
+	local deadline = ngx.req.start_time() + request_timeout
+	return pool:call(SQL, { method, path, query, body or false, headers }, deadline)
 end
 
 local function refuse(status, code, message)
@@ -169,10 +205,23 @@ function M.handle()
 	end
 
 	local path = ngx.var.request_uri:match("^[^?]*")
-	local row, err = call(ngx.req.get_method(), path, ngx.var.args or "", body,
+	local rows, outcome, detail = call(ngx.req.get_method(), path, ngx.var.args or "", body,
 		cjson.encode(headers))
+	if not rows then
+		if outcome == "error" then
+			return database_error(detail)
+		elseif outcome == "busy" then
+			return unavailable("the request waited past LN_REQUEST_TIMEOUT (" .. request_timeout
+				.. " s) for a connection: " .. tostring(detail))
+		elseif outcome == "unknown" then
+			return unavailable("the outcome of the request is unknown, it was not repeated: "
+				.. tostring(detail))
+		end
+		return unavailable(tostring(detail))
+	end
+	local row = rows[1]
 	if not row then
-		return unavailable(tostring(err))
+		return unavailable("lance_rest answered no row")
 	end
 	local status, response_headers, response_body, key_id = tonumber(row[1]), row[2], row[3], row[4]
 	-- the access log's key= (nginx.conf.in): the key the catalog authenticated, else "-"

@@ -33,9 +33,13 @@ use_pg_version() {
 	PG_BIN="/usr/lib/postgresql/$PG_VERSION/bin"
 	PG_CONFIG="$PG_BIN/pg_config"
 	LN_PACKAGES=("postgresql-$PG_VERSION" "postgresql-server-dev-$PG_VERSION" libjson-c-dev libcurl4-openssl-dev
-		curl ca-certificates make gcc libc6-dev pkg-config nginx libnginx-mod-http-lua lua-dbi-postgresql lua-cjson
-		procps)
+		curl ca-certificates make gcc libc6-dev pkg-config "${LN_GATEWAY_PACKAGES[@]}")
 }
+# What the gateway alone needs (scripts/gateway.sh): nginx with its Lua
+# module (lua-resty-core: ngx.semaphore), lua-cjson, libpq (which
+# gateway/lance_db.lua calls through LuaJIT's FFI), psql (to ask the
+# server's max_connections), and procps.
+LN_GATEWAY_PACKAGES=(nginx libnginx-mod-http-lua lua-resty-core lua-cjson libpq5 postgresql-client procps)
 
 if [[ -n "${LN_PG_VERSION:-}" ]]; then
 	[[ "$LN_PG_VERSION" =~ ^[0-9]+$ ]] || {
@@ -67,10 +71,12 @@ die() {
 # Dependencies
 # ---------------------------------------------------------------------------
 
-# Print the packages from LN_PACKAGES that dpkg does not report as installed.
+# missing_packages [<package>...]: print those of the packages (default
+# LN_PACKAGES) that dpkg does not report as installed.
 missing_packages() {
 	local pkg status
-	for pkg in "${LN_PACKAGES[@]}"; do
+	(($# > 0)) || set -- "${LN_PACKAGES[@]}"
+	for pkg in "$@"; do
 		# db:Status-Abbrev is "ii " for a fully installed package; anything
 		# else (absent, half-configured, removed with config left) counts
 		# as missing so apt gets a chance to repair it.
@@ -102,6 +108,19 @@ install_deps() {
 	apt-get update
 	apt-get install -y --no-install-recommends "${missing[@]}"
 	[[ -x "$PG_CONFIG" ]] || die "$PG_CONFIG still missing after installing packages"
+}
+
+# install_packages <package>...: install those of them that are missing
+# (scripts/gateway.sh: the gateway's alone).
+install_packages() {
+	local missing
+	mapfile -t missing < <(missing_packages "$@")
+	((${#missing[@]} == 0)) && return 0
+	[[ $EUID -eq 0 ]] || die "missing packages (${missing[*]}) and not root; install them or rerun as root"
+	say "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 # ---------------------------------------------------------------------------
@@ -392,20 +411,89 @@ gateway_scheme() {
 	fi
 }
 
+# The gateway's settings (LN_REQUEST_TIMEOUT, LN_GATEWAY_CONNECTIONS): a
+# request not answered within LN_REQUEST_TIMEOUT seconds is cancelled in the
+# database, rolled back and answered 503 (code 17, Retry-After); the gateway
+# holds at most LN_GATEWAY_CONNECTIONS connections to the database, split
+# over its workers.
+LN_REQUEST_TIMEOUT_DEFAULT=30
+
+# gateway_psql <url> <psql args...>: psql to the gateway's database as the
+# gateway connects (its OS user, its URL).  PG_BIN's psql, else Debian's
+# wrapper (a host with the client alone).
+gateway_psql() {
+	local url="$1" psql="$PG_BIN/psql"
+	shift
+	[[ -x "$psql" ]] || psql="$(command -v psql || true)"
+	[[ -n "$psql" ]] || return 1
+	as_postgres env PGCONNECT_TIMEOUT=10 "$psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" "$@"
+}
+
+# default_gateway_connections <url>: a quarter of the connections the server
+# takes from ordinary roles (max_connections - superuser_reserved_connections),
+# so that several gateways and the server's other clients fit beside it,
+# from 2 to 64; 16 when the server cannot be asked.
+default_gateway_connections() {
+	local url="$1" free
+	free="$(gateway_psql "$url" -c "SELECT pg_catalog.current_setting('max_connections')::int
+		- pg_catalog.current_setting('superuser_reserved_connections')::int" 2>/dev/null)" || free=""
+	if [[ ! "$free" =~ ^[0-9]+$ ]]; then
+		echo 16
+		return 0
+	fi
+	free=$((free / 4))
+	((free >= 2)) || free=2
+	((free <= 64)) || free=64
+	echo "$free"
+}
+
 # start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
-# Writes <prefix>/nginx.conf and starts nginx (or reloads a running one),
-# connecting to the database as role lance_gateway (made here if missing).
+# The gateway of a cluster on this machine, over its socket as role
+# lance_gateway (made here if missing; the cluster authenticates nginx's
+# workers, OS user postgres, by peer): start_gateway_url with that URL.
+start_gateway() {
+	local prefix="$1" port="$2" db="$3" pghost="$4" pgport="$5"
+	ensure_gateway_role -h "$pghost" -p "$pgport" -U postgres -d "$db"
+	start_gateway_url "$prefix" "$port" "postgresql:///$db?host=$pghost&port=$pgport&user=$LN_GATEWAY_ROLE"
+}
+
+# start_gateway_url <prefix> <port> <libpq URI or conninfo>
+# Writes <prefix>/nginx.conf and <prefix>/database_url and starts nginx (or
+# reloads a running one) in front of that database, which it did not make.
 # With LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (PEM files) it serves
 # HTTPS with them; the files are copied into <prefix>/tls for nginx, which
-# runs as postgres.
-start_gateway() {
-	local prefix="$1" port="$2" db="$3" pghost="$4" pgport="$5" i
-	local multiarch listen="127.0.0.1:$port" tls="" scheme
-	multiarch="$(gcc -print-multiarch)"
+# runs as postgres.  LN_GATEWAY_ADDRESS: the address it listens on
+# (default 127.0.0.1).
+start_gateway_url() {
+	local prefix="$1" port="$2" url="$3" i
+	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
+	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
+	local workers per_worker tmp
+	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
+		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
+	fi
+	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
+		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
+	local address_form='^[][0-9a-fA-F.:]+$'
+	[[ "$address" =~ $address_form ]] || die "LN_GATEWAY_ADDRESS must be an IP address, got '$address'"
+	listen="$address:$port"
+	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
+	multiarch="$(gcc -print-multiarch 2>/dev/null)" ||
+		multiarch="$(find /usr/lib -maxdepth 4 -path '*/lua/5.1/cjson.so' | sed -n 's|^/usr/lib/\([^/]*\)/lua/.*|\1|p' | head -n 1)"
 	scheme="$(gateway_scheme)"
-	ensure_gateway_role -h "$pghost" -p "$pgport" -U postgres -d "$db"
+	[[ -n "$total" ]] || total="$(default_gateway_connections "$url")"
+	# one worker per core, each with an equal share of the connections
+	workers="$(nproc)"
+	((workers <= total)) || workers="$total"
+	per_worker=$((total / workers))
 	make_postgres_dir "$prefix" 755
 	make_postgres_dir "$prefix/tmp" 700
+	# the URL may hold a password: the workers' user alone reads it
+	tmp="$(mktemp "$prefix/.database_url.XXXXXX")"
+	printf '%s\n' "$url" >"$tmp"
+	chown postgres:postgres "$tmp"
+	chmod 600 "$tmp"
+	mv -f "$tmp" "$prefix/database_url"
 	# nginx runs as postgres, which may not be able to read the clone (in
 	# /root or a mode-700 folder): it loads a copy of the Lua code from the
 	# prefix, refreshed on every start or reload.
@@ -426,17 +514,17 @@ start_gateway() {
 	fi
 	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
-		-e "s|@DB@|$db|g" -e "s|@USER@|$LN_GATEWAY_ROLE|g" -e "s|@PGHOST@|$pghost|g" \
-		-e "s|@PGPORT@|$pgport|g" -e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
+		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
+		-e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
 		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
 		as_postgres tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
-		say "reloading gateway on $scheme://127.0.0.1:$port"
+		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"
 		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
 		return 0
 	fi
 	port_in_use "$port" && die "port $port on 127.0.0.1 is already in use; set another"
-	say "starting gateway on $scheme://127.0.0.1:$port (log $prefix/error.log)"
+	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
 	as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
 		die "gateway failed to start; see $prefix/error.log"
 	for ((i = 0; i < 50; i++)); do

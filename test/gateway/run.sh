@@ -154,7 +154,7 @@ expect "HTTP, an unknown key" 401 16 -H "x-api-key: ${KEY:0:17}$(printf 'f%.0s' 
 expect "HTTP, no key, a change" 401 16 -X POST -H 'content-type: application/json' -d '{}' "$URL/namespace/gw%24nokey/create"
 expect "HTTP, the change was not made" 404 1 -X POST -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{}' "$URL/namespace/gw%24nokey/exists"
 check "the gateway's connections are lance_gateway's" "lance_gateway" \
-	"$(sql -U postgres -d "$DB" -c "SELECT string_agg(DISTINCT usename, ',') FROM pg_stat_activity WHERE datname = '$DB' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = ''")"
+	"$(sql -U postgres -d "$DB" -c "SELECT string_agg(DISTINCT usename, ',') FROM pg_stat_activity WHERE datname = '$DB' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = 'lance_gateway'")"
 # a revoked key stops at once
 OTHER="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
 expect "HTTP, a second key" 200 - -H "x-api-key: $OTHER" "$URL/namespace/gw/list"

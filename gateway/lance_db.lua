@@ -1,0 +1,378 @@
+-- lance_db: every database call of the gateway.
+--
+-- nginx's event loop must never wait for the database: a request that waits
+-- on a lock, a slow store or a long batch would stop every other request of
+-- its worker.  So a call runs in nginx's thread pool (ngx.run_worker_thread:
+-- a thread with a Lua VM of its own) and the worker goes on serving while it
+-- runs.  The database connections are libpq's (through LuaJIT's FFI): a
+-- connection is whatever libpq takes, a URI or key=value string with several
+-- hosts, target_session_attrs, passwords, TLS client certificates.
+--
+-- A pool (new_pool) is a worker's bounded set of connection slots.  A call
+-- waits for a free slot (ngx.semaphore) until its deadline, then runs in a
+-- thread with that slot's connection, which the thread makes if the slot has
+-- none or its connection died.  The connection itself is a C pointer kept in
+-- the slot (as a number), not in the thread's VM: threads and VMs come and
+-- go, the slots and their connections stay, one request at a time each.
+--
+-- A call's outcome is one of:
+--   rows                  the last statement's rows
+--   nil, "error", e       the database answered an error (e.sqlstate,
+--                         e.message, e.detail); nothing was committed
+--   nil, "busy", msg      no slot became free before the deadline: nothing sent
+--   nil, "not_sent", msg  no connection could be made, or the statement could
+--                         not be sent: nothing reached the database
+--   nil, "unknown", msg   the connection broke, or the deadline passed, after
+--                         the statement was sent: it may have committed.  A
+--                         call is never sent twice (a commit must not be).
+--
+-- Every call runs in one implicit transaction ("simple query": one round
+-- trip) whose first statement sets statement_timeout to the time left, for
+-- this transaction only (set_config(..., true)): past the deadline the
+-- database cancels the statement and rolls the transaction back whole.  No
+-- server-side prepared statement and no session state is kept, so the calls
+-- work through a pooler in transaction mode (PgBouncer) as well.
+
+local M = {}
+
+-- ---------------------------------------------------------------------------
+-- In the thread: libpq through the FFI.  Loaded only where a call runs.
+-- ---------------------------------------------------------------------------
+local ffi, pq, C
+
+local function load_libpq()
+	if pq then
+		return
+	end
+	ffi = require("ffi")
+	ffi.cdef([[
+typedef struct pg_conn PGconn;
+typedef struct pg_result PGresult;
+PGconn *PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname);
+int PQstatus(const PGconn *conn);
+int PQtransactionStatus(const PGconn *conn);
+char *PQerrorMessage(const PGconn *conn);
+void PQfinish(PGconn *conn);
+int PQsocket(const PGconn *conn);
+int PQconsumeInput(PGconn *conn);
+int PQisBusy(PGconn *conn);
+int PQsendQuery(PGconn *conn, const char *query);
+PGresult *PQgetResult(PGconn *conn);
+int PQresultStatus(const PGresult *res);
+char *PQresultErrorMessage(const PGresult *res);
+char *PQresultErrorField(const PGresult *res, int fieldcode);
+int PQntuples(const PGresult *res);
+int PQnfields(const PGresult *res);
+char *PQgetvalue(const PGresult *res, int row, int col);
+int PQgetlength(const PGresult *res, int row, int col);
+int PQgetisnull(const PGresult *res, int row, int col);
+void PQclear(PGresult *res);
+char *PQescapeLiteral(PGconn *conn, const char *str, size_t len);
+void PQfreemem(void *ptr);
+struct lance_pollfd { int fd; short events; short revents; };
+int poll(struct lance_pollfd *fds, unsigned long nfds, int timeout);
+struct lance_timespec { long tv_sec; long tv_nsec; };
+int clock_gettime(int clk_id, struct lance_timespec *tp);
+]])
+	pq = ffi.load("libpq.so.5")
+	C = ffi.C
+end
+
+local CONNECTION_OK = 0
+local PQTRANS_IDLE = 0
+local PGRES_COMMAND_OK, PGRES_TUPLES_OK = 1, 2
+local PG_DIAG_SQLSTATE, PG_DIAG_MESSAGE_PRIMARY, PG_DIAG_MESSAGE_DETAIL = 67, 77, 68
+local POLLIN, POLLOUT = 1, 4
+local CLOCK_MONOTONIC = 1
+
+-- How long past its deadline a call may wait for the database's own answer
+-- (the cancel statement_timeout makes) before it gives the connection up.
+local GRACE_MS = 2000
+
+local function now_ms()
+	local ts = ffi.new("struct lance_timespec")
+	C.clock_gettime(CLOCK_MONOTONIC, ts)
+	return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+end
+
+local function cstr(p)
+	return p ~= nil and ffi.string(p) or nil
+end
+
+local function conn_error(conn)
+	return ((cstr(pq.PQerrorMessage(conn)) or "unknown error"):gsub("%s+$", ""))
+end
+
+-- wait_socket(conn, events, until_ms): true once the socket is ready, false at until_ms.
+local function wait_socket(conn, events, until_ms)
+	local fds = ffi.new("struct lance_pollfd[1]")
+	fds[0].fd = pq.PQsocket(conn)
+	fds[0].events = events
+	while true do
+		local left = math.floor(until_ms - now_ms())
+		if left <= 0 then
+			return false
+		end
+		local n = C.poll(fds, 1, left)
+		if n > 0 then
+			return true
+		end
+		-- n < 0 is EINTR (nothing else can fail here): wait again
+	end
+end
+
+-- A connection kept idle may have died meanwhile (the server restarted, an
+-- administrator ended it, a pooler closed it): an idle backend sends
+-- nothing, so a socket with anything to read (the FATAL message, the end of
+-- the stream) or in error is a dead connection.  Found here, before anything
+-- is sent, it is replaced and the call is safe to send.
+local function still_usable(conn)
+	if pq.PQstatus(conn) ~= CONNECTION_OK or pq.PQtransactionStatus(conn) ~= PQTRANS_IDLE then
+		return false
+	end
+	local fds = ffi.new("struct lance_pollfd[1]")
+	fds[0].fd = pq.PQsocket(conn)
+	fds[0].events = POLLIN
+	return C.poll(fds, 1, 0) == 0
+end
+
+local function connect(conninfo, connect_timeout)
+	-- keywords before dbname are defaults the conninfo may override
+	local keywords = ffi.new("const char *[4]", { "connect_timeout", "fallback_application_name", "dbname", nil })
+	local values = ffi.new("const char *[4]", { tostring(connect_timeout), "lance_gateway", conninfo, nil })
+	local conn = pq.PQconnectdbParams(keywords, values, 1)
+	if conn == nil then
+		return nil, "out of memory"
+	end
+	if pq.PQstatus(conn) ~= CONNECTION_OK then
+		local err = conn_error(conn)
+		pq.PQfinish(conn)
+		return nil, err
+	end
+	return conn
+end
+
+-- The query text: $n in the template replaced by params[n] as an escaped
+-- literal (false: NULL).  The template alone is scanned, never a value.
+local function build_query(conn, template, params)
+	local failed
+	local text = template:gsub("%$(%d+)", function(n)
+		local value = params[tonumber(n)]
+		if value == nil or value == false then
+			return "NULL"
+		end
+		value = tostring(value)
+		local lit = pq.PQescapeLiteral(conn, value, #value)
+		if lit == nil then
+			failed = conn_error(conn)
+			return "NULL"
+		end
+		local s = ffi.string(lit)
+		pq.PQfreemem(lit)
+		return s
+	end)
+	if failed then
+		return nil, failed
+	end
+	return text
+end
+
+local function result_rows(res)
+	local rows = {}
+	local nf = pq.PQnfields(res)
+	for r = 0, pq.PQntuples(res) - 1 do
+		local row = {}
+		for c = 0, nf - 1 do
+			if pq.PQgetisnull(res, r, c) == 1 then
+				row[c + 1] = false
+			else
+				row[c + 1] = ffi.string(pq.PQgetvalue(res, r, c), pq.PQgetlength(res, r, c))
+			end
+		end
+		rows[#rows + 1] = row
+	end
+	return rows
+end
+
+-- Send the query and read every result.  Answers "ok", rows; "error", e;
+-- or "unknown", message (the connection is then finished).
+local function run_query(conn, text, hard_deadline_ms)
+	local rows, failure = {}, nil
+	while true do
+		while pq.PQisBusy(conn) == 1 do
+			if not wait_socket(conn, POLLIN, hard_deadline_ms) then
+				return "unknown", "no answer from the database past the request's deadline"
+			end
+			if pq.PQconsumeInput(conn) == 0 then
+				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
+			end
+		end
+		local res = pq.PQgetResult(conn)
+		if res == nil then
+			break
+		end
+		local status = pq.PQresultStatus(res)
+		if status == PGRES_TUPLES_OK then
+			rows = result_rows(res)
+		elseif status ~= PGRES_COMMAND_OK and not failure then
+			failure = {
+				sqlstate = cstr(pq.PQresultErrorField(res, PG_DIAG_SQLSTATE)),
+				message = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
+					or (cstr(pq.PQresultErrorMessage(res)) or ""):gsub("%s+$", ""),
+				detail = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)),
+			}
+		end
+		pq.PQclear(res)
+	end
+	if pq.PQstatus(conn) ~= CONNECTION_OK then
+		-- an error the server sent and then closed (a FATAL), or libpq's
+		-- own: either way no answer says what became of the statement
+		return "unknown", "the connection broke while the database worked: "
+			.. (failure and failure.message or conn_error(conn))
+	end
+	if failure then
+		return "error", failure
+	end
+	return "ok", rows
+end
+
+local function finish(conn)
+	if conn ~= nil then
+		pq.PQfinish(conn)
+	end
+end
+
+local function address(conn)
+	return conn ~= nil and tonumber(ffi.cast("intptr_t", conn)) or 0
+end
+
+-- Runs in a thread of nginx's thread pool.  addr: the slot's connection (0:
+-- none).  Answers the slot's connection afterwards, then the outcome (see
+-- the top of this file).
+local function thread_call(addr, conninfo, connect_timeout, template, params, timeout_ms)
+	load_libpq()
+	local started = now_ms()
+	local conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
+	if conn ~= nil and not still_usable(conn) then
+		finish(conn)
+		conn = nil
+	end
+	-- a statement that could not be sent may go again once, on a new connection
+	for attempt = 1, 2 do
+		if conn == nil then
+			local err
+			conn, err = connect(conninfo, connect_timeout)
+			if not conn then
+				return 0, "not_sent", "cannot connect to the database: " .. err
+			end
+		end
+		local left = math.floor(timeout_ms - (now_ms() - started))
+		if left < 1 then
+			return address(conn), "busy", "the request's time ran out before it reached the database"
+		end
+		local body, err = build_query(conn, template, params)
+		if not body then
+			return address(conn), "error", { sqlstate = "22021", message = err }
+		end
+		local text = "SELECT pg_catalog.set_config('statement_timeout', '" .. left .. "', true);" .. body
+		if pq.PQsendQuery(conn, text) == 1 then
+			local outcome, value = run_query(conn, text, started + timeout_ms + GRACE_MS)
+			if outcome == "unknown" then
+				finish(conn)
+				return 0, outcome, value
+			end
+			return address(conn), outcome, value
+		end
+		local err2 = conn_error(conn)
+		finish(conn)
+		conn = nil
+		if attempt == 2 then
+			return 0, "not_sent", "cannot send to the database: " .. err2
+		end
+	end
+end
+
+function M.thread_call(...)
+	local ok, addr, outcome, value = pcall(thread_call, ...)
+	if not ok then
+		-- a bug here, not the database's answer: the slot's connection may
+		-- be lost with the VM's stack; nothing is known of the call
+		return 0, "unknown", "gateway error: " .. tostring(addr)
+	end
+	return addr, outcome, value
+end
+
+-- ---------------------------------------------------------------------------
+-- In nginx's worker (the event loop): pools of slots.
+-- ---------------------------------------------------------------------------
+local Pool = {}
+Pool.__index = Pool
+
+-- new_pool{name, conninfo, size, thread_pool, connect_timeout}: size
+-- connections at most for this worker (made on first use).  Call from
+-- init_worker_by_lua.
+function M.new_pool(opts)
+	local semaphore = require("ngx.semaphore")
+	local sema, err = semaphore.new(opts.size)
+	if not sema then
+		error("lance_db: cannot make a semaphore: " .. tostring(err))
+	end
+	local pool = setmetatable({
+		name = opts.name or "primary",
+		conninfo = opts.conninfo,
+		size = opts.size,
+		thread_pool = opts.thread_pool or "lance_db",
+		connect_timeout = opts.connect_timeout or 10,
+		sema = sema,
+		free = {},
+	}, Pool)
+	for i = 1, opts.size do
+		pool.free[i] = { addr = 0 }
+	end
+	return pool
+end
+
+-- pool:call(template, params, deadline): run the query text template (with
+-- $1.. for params, false for NULL) before deadline (ngx.now() seconds).
+-- Answers rows, or nil, outcome, detail (see the top of this file).
+function Pool:call(template, params, deadline)
+	local left = deadline - ngx.now()
+	if left <= 0 then
+		return nil, "busy", "the request's time ran out before a database connection was free"
+	end
+	local ok, err = self.sema:wait(left)
+	if not ok then
+		return nil, "busy", "no database connection became free in time (" .. tostring(err) .. ")"
+	end
+	local slot = table.remove(self.free)
+	ngx.update_time()
+	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
+	local connect_timeout = math.max(2, math.min(self.connect_timeout, math.ceil(timeout_ms / 1000)))
+	local tok, addr, outcome, value = ngx.run_worker_thread(self.thread_pool, "lance_db", "thread_call",
+		slot.addr, self.conninfo, connect_timeout, template, params, timeout_ms)
+	if tok then
+		slot.addr = addr
+	else
+		-- the thread did not run (no VM, no memory): the slot is unchanged
+		outcome, value = "not_sent", "cannot run the database call: " .. tostring(addr)
+	end
+	self.free[#self.free + 1] = slot
+	self.sema:post(1)
+	if outcome == "ok" then
+		return value
+	end
+	return nil, outcome, value
+end
+
+-- Slots of this worker with a connection, and free slots (for tests and logs).
+function Pool:stats()
+	local connected = 0
+	for _, slot in ipairs(self.free) do
+		if slot.addr ~= 0 then
+			connected = connected + 1
+		end
+	end
+	return { size = self.size, free = #self.free, connected_free = connected }
+end
+
+return M

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Start only the REST gateway, in front of a database with the extension
+# that this script did not make (on this host or another): see the README,
+# "The gateway alone".
+#
+#   LN_DATABASE_URL=postgresql://lance_gateway@db.example:5432/lance scripts/gateway.sh
+#   scripts/stop.sh          stop it again (with the same LN_DATA)
+#
+# Environment:
+#   LN_DATABASE_URL  (required) a libpq connection URI or key=value string:
+#                    several hosts with target_session_attrs=read-write for
+#                    failover, a password (or a passfile), TLS with
+#                    sslmode=verify-full, sslrootcert, sslcert and sslkey for
+#                    a client certificate.  Its role should be the gateway's
+#                    (lance_gateway: LOGIN, nothing else; README, "Security").
+#                    The gateway's workers run as the OS user postgres: the
+#                    files the URL names must be readable by it.
+#   LN_GATEWAY_PORT  its port (default: 2333)
+#   LN_GATEWAY_ADDRESS  the address it listens on (default: 127.0.0.1; 0.0.0.0
+#                    for every interface)
+#   LN_DATA          state directory: its configuration and logs go to
+#                    LN_DATA/gateway (default: <project>/.data)
+#   LN_REQUEST_TIMEOUT  seconds a request may take (default 30): past it the
+#                    database cancels it, rolls it back, and it is answered
+#                    503 (code 17) with Retry-After
+#   LN_GATEWAY_CONNECTIONS  the most database connections it holds, split
+#                    over its workers (default: a quarter of what the server
+#                    allows ordinary roles, 2 to 64)
+#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY, LN_GATEWAY_HOSTS,
+#   LN_GATEWAY_ORIGINS  as for scripts/run.sh
+#
+# Several gateways (each with its own LN_DATA and port) may serve one
+# database side by side.
+set -euo pipefail
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+LN_DATA="$(ln_data_dir)"
+LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
+[[ -n "${LN_DATABASE_URL:-}" ]] ||
+	die "LN_DATABASE_URL must name the database, e.g. postgresql://lance_gateway@db.example:5432/lance"
+[[ "$LN_GATEWAY_PORT" =~ ^[0-9]+$ ]] || die "LN_GATEWAY_PORT must be a number, got '$LN_GATEWAY_PORT'"
+
+main() {
+	install_packages "${LN_GATEWAY_PACKAGES[@]}"
+	id postgres >/dev/null 2>&1 ||
+		die "the gateway's workers run as the OS user postgres, which this host lacks (apt-get install postgresql-common makes it)"
+	mkdir -p "$LN_DATA"
+	chmod 755 "$LN_DATA"
+	as_postgres test -x "$LN_DATA" ||
+		die "the postgres user cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
+	# Not fatal: the gateway starts and connects once the database is there.
+	local found
+	if found="$(gateway_psql "$LN_DATABASE_URL" -c \
+		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL" 2>&1)"; then
+		[[ "$found" == t ]] ||
+			say "warning: the database of LN_DATABASE_URL has no lance_rest(): install the extension there (README, \"The gateway alone\")"
+	else
+		say "warning: cannot reach the database of LN_DATABASE_URL now (the gateway will connect when it can): $(head -n 1 <<<"$found")"
+	fi
+	start_gateway_url "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DATABASE_URL"
+	cat <<EOF
+
+lance_namespace: gateway is running.
+  REST namespace:  $(gateway_scheme)://${LN_GATEWAY_ADDRESS:-127.0.0.1}:$LN_GATEWAY_PORT  (send an API key as header x-api-key)
+  logs:            $LN_DATA/gateway/access.log, $LN_DATA/gateway/error.log
+  stop:            $ROOT/scripts/stop.sh$([[ "$LN_DATA" != "$ROOT/.data" ]] && printf '   (with LN_DATA=%s)' "$LN_DATA")
+EOF
+}
+
+main "$@"
