@@ -11,6 +11,8 @@
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_DATABASE_READ_URL, LN_READ_MAX_LAG  hot standbys of this cluster that
+#            the gateway sends reads to, as for scripts/gateway.sh
 #   LN_PG_VERSION  the PostgreSQL major version to build for and run, where
 #            several are installed (default: the highest installed; on a
 #            machine without any, the one the Debian release ships)
