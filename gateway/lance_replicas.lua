@@ -16,9 +16,12 @@
 -- wrote.  Other keys' reads are not held back.
 --
 -- Each worker checks every standby every CHECK_INTERVAL seconds (a timer):
--- its replay position and its lag, the age of the last commit it replayed
--- when it has received WAL it has not replayed yet (0 when it replayed all
--- it received).  A standby that cannot be reached, that is no longer in
+-- its replay position and its lag.  The lag is the larger of two figures:
+-- the standby's own (the age of the last commit it replayed when it has
+-- received WAL it has not replayed yet, 0 when it replayed all it received)
+-- and the primary's (its WAL insert position, sampled at each check: the
+-- age of the newest sample the standby has replayed past, 0 for the latest),
+-- which also sees a standby cut off from its primary.  A standby that cannot be reached, that is no longer in
 -- recovery (promoted: a primary of its own), or whose lag plus the age of
 -- its last check exceeds LN_READ_MAX_LAG seconds is skipped.  A read a
 -- standby fails (down since its last check, a conflict with recovery) or
@@ -136,6 +139,45 @@ local function request_key()
 	return key and key:match(KEY_ID) or "-"
 end
 
+-- The primary's WAL insert positions, sampled at each check ({t, lsn},
+-- oldest first), as far back as a lag within the bound needs.
+local samples = {}
+
+local function sample_primary()
+	local rows = primary:call(WAL_SQL, {}, ngx.now() + CHECK_TIMEOUT)
+	ngx.update_time()
+	local lsn = rows and rows[1] and lsn_number(rows[1][1])
+	if not lsn then
+		return
+	end
+	local now = ngx.now()
+	samples[#samples + 1] = { t = now, lsn = lsn }
+	while #samples > 2 and samples[2].t < now - max_lag - 2 * CHECK_INTERVAL do
+		table.remove(samples, 1)
+	end
+end
+
+-- The lag of a standby that has replayed up to <lsn>, by the primary's
+-- samples: 0 when it has reached the newest, else the age of the newest
+-- one it has reached (it has everything the primary wrote until then, and
+-- misses something written since).  nil without a fresh sample (the
+-- primary cannot be reached): the standby's own figure stands.
+local function sampled_lag(lsn)
+	local n = #samples
+	if n == 0 or ngx.now() - samples[n].t > CHECK_TIMEOUT + 2 * CHECK_INTERVAL then
+		return nil
+	end
+	if lsn >= samples[n].lsn then
+		return 0
+	end
+	for i = n - 1, 1, -1 do
+		if lsn >= samples[i].lsn then
+			return ngx.now() - samples[i].t
+		end
+	end
+	return math.huge
+end
+
 local function check(s)
 	local rows, outcome, detail = s.pool:call(CHECK_SQL, {}, ngx.now() + CHECK_TIMEOUT)
 	ngx.update_time()
@@ -151,7 +193,9 @@ local function check(s)
 	s.up = true
 	s.in_recovery = row[1] == "true"
 	s.lsn = lsn_number(row[2])
-	s.lag = tonumber(row[3]) or math.huge
+	-- the larger of the two: a standby cut off from its primary has replayed
+	-- all it received (its own figure is 0) while the primary moves on
+	s.lag = math.max(tonumber(row[3]) or math.huge, s.lsn and sampled_lag(s.lsn) or 0)
 	s.checked = ngx.now()
 end
 
@@ -159,6 +203,7 @@ local function checker(premature)
 	if premature then
 		return
 	end
+	sample_primary()
 	for _, s in ipairs(standbys) do
 		check(s)
 	end

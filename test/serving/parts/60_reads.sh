@@ -14,7 +14,8 @@
 #             once the standby has replayed past its write, its reads go to
 #             the standby again
 #   lag       a gateway with LN_READ_MAX_LAG=1 skips the paused standby once
-#             it lags more than 1 s (the same read turns 200)
+#             it lags more than 1 s (the same read turns 200), and a standby
+#             cut off from its primary once the primary has moved on
 #   down      with the standby stopped, reads still succeed
 # shellcheck source=test/serving/replication.sh
 source "$SERVING_DIR/replication.sh"
@@ -99,6 +100,31 @@ else
 		"DescribeNamespace answers $(r60_describe "$KEY" r60b)"
 fi
 check "and the write is there: the key reads its namespace on the standby" 200 "$(r60_describe "$KEY" r60a)"
+
+# A standby cut off from its primary (no primary_conninfo) has replayed all
+# it received, so its own figure says no lag while the primary moves on: the
+# gateway measures the lag against the primary's WAL too.  With
+# LN_READ_MAX_LAG=1 it skips that standby once the primary has written
+# something the standby lacks; with 60 it still reads there.
+repl_resume "$SOCK" "$R60_PORT"
+repl_wait_replay "$SOCK" "$PORT" "$SOCK" "$R60_PORT"
+repl_psql "$SOCK" "$R60_PORT" -d postgres >/dev/null <<'SQL'
+ALTER SYSTEM SET primary_conninfo = '';
+SELECT pg_catalog.pg_reload_conf();
+SQL
+wait_for 300 "[[ \"\$(sql -c \"SELECT count(*) FROM pg_stat_replication WHERE application_name = 'serving_s60'\")\" == 0 ]]" ||
+	fail "the standby stops streaming when its primary_conninfo is emptied"
+sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\", \"r60d\"]}') IS NOT NULL" >/dev/null
+gw_up lag2 LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=1 || return 0
+if wait_for 100 '[[ "$(r60_describe "$R60_OTHER" r60d)" == 200 ]]'; then
+	pass "LN_READ_MAX_LAG=1: a standby cut off from its primary is skipped once the primary moved on"
+else
+	fail "LN_READ_MAX_LAG=1: a standby cut off from its primary is skipped once the primary moved on" \
+		"DescribeNamespace still answers $(r60_describe "$R60_OTHER" r60d)"
+fi
+gw_down
+GW="$R60_GW" GW_PREFIX="$R60_GW_PREFIX"
+check "LN_READ_MAX_LAG=60: the cut-off standby still serves reads" 404 "$(r60_describe "$R60_OTHER" r60d)"
 
 # The standby stops: reads go to the primary, each succeeds (the first may
 # reach the standby before a check notices: it is sent again to the primary).
