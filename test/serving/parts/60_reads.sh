@@ -7,8 +7,9 @@
 # pause exists on the primary and not (yet) on the standby.
 #
 #   routing   a read by a key that wrote nothing goes to the standby (404 for
-#             the new namespace), writes go to the primary (200, where a
-#             standby would answer 503)
+#             the new namespace), for each kind of read route (GET and POST,
+#             namespaces, tables, versions, transactions); writes go to the
+#             primary (200, where a standby would answer 503)
 #   ryw       the key that just made the namespace reads it (200: its read
 #             went to the primary, the standby has not replayed its write);
 #             once the standby has replayed past its write, its reads go to
@@ -55,6 +56,40 @@ if wait_for 100 '[[ "$(r60_describe "$R60_OTHER" r60probe)" == 404 ]]'; then
 else
 	fail "a read goes to the standby: a namespace the standby has not replayed is 404 through the gateway" \
 		"DescribeNamespace answers $(r60_describe "$R60_OTHER" r60probe) (200: it ran on the primary)"
+fi
+
+# Every kind of read route goes to the standby: a namespace and a table the
+# standby has not replayed are missing there (404), or absent from a listing,
+# while each request succeeds on the primary (checked there through SQL).
+# GET routes are also sent as POST, which lance_rest takes on every route.
+sql >/dev/null <<'SQL'
+SELECT lance_create_namespace('{"id": ["ns", "r60n"]}');
+SELECT lance_register_table('{"id": ["ns", "r60n", "t"], "location": "s3://serving/r60n_t.lance"}');
+SELECT lance_create_table_version('{"id": ["ns", "r60n", "t"], "version": 1, "manifest_path": "serving/r60n_t.lance/_versions/1.manifest"}');
+SQL
+R60_TX="$(sql -c "SELECT transaction_id FROM lance_catalog.change WHERE 'ns\$r60n\$t' = ANY (objects) ORDER BY seq DESC LIMIT 1")"
+r60_routes=(
+	"GET /v1/namespace/ns%24r60n/list" "POST /v1/namespace/ns%24r60n/list" "POST /v1/namespace/ns%24r60n/describe"
+	"POST /v1/namespace/ns%24r60n/exists" "GET /v1/namespace/ns%24r60n/table/list"
+	"POST /v1/namespace/ns%24r60n/table/list" "POST /v1/table/ns%24r60n%24t/describe"
+	"POST /v1/table/ns%24r60n%24t/exists" "POST /v1/table/ns%24r60n%24t/version/list"
+	"POST /v1/table/ns%24r60n%24t/version/describe" "POST /v1/transaction/$R60_TX/describe"
+)
+r60_wrong=()
+for r in "${r60_routes[@]}"; do
+	primary_status="$(sql -c "SELECT status FROM lance_rest('${r%% *}', '${r#* }', NULL, NULL, jsonb_build_object('x-api-key', '$R60_OTHER'))")"
+	standby_status="$(r60 "$R60_OTHER" "${r%% *}" "${r#* }")"
+	[[ "$primary_status" == 20[04] && "$standby_status" == 404 ]] ||
+		r60_wrong+=("$r: $primary_status on the primary, $standby_status through the gateway")
+done
+r60_all="$(curl -sS --max-time 30 -H "x-api-key: $R60_OTHER" "$GW/v1/table?delimiter=." 2>&1)"
+r60_all_primary="$(sql -c "SELECT response_body FROM lance_rest('GET', '/v1/table', 'delimiter=.', NULL, jsonb_build_object('x-api-key', '$R60_OTHER'))")"
+[[ "$r60_all_primary" == *"r60n"* && "$r60_all" == *'"tables"'* && "$r60_all" != *"r60n"* ]] ||
+	r60_wrong+=("GET /v1/table lists on the primary: $r60_all_primary; through the gateway: $r60_all")
+if ((${#r60_wrong[@]} == 0)); then
+	pass "each read route (${#r60_routes[@]} and ListAllTables) goes to the standby"
+else
+	fail "each read route goes to the standby" "${r60_wrong[@]}"
 fi
 
 check "a write goes to the primary: CreateNamespace through the gateway" 200 \
