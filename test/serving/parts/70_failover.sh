@@ -7,7 +7,8 @@
 #
 #   1. writes through the gateway answer 200;
 #   2. the standby stops receiving WAL: a write in flight then waits for it
-#      (SyncRep) and is not acknowledged;
+#      (SyncRep) and is not acknowledged, and past LN_REQUEST_TIMEOUT (a
+#      second gateway with 2 s) it answers 503, not 200;
 #   3. the primary stops (-m immediate, a crash) and the standby is promoted
 #      (pg_ctl promote): writes through the same gateway succeed within 20 s
 #      (a bounded number of tries);
@@ -44,6 +45,13 @@ repl_wait_streaming "$F70_SOCK" "$F70_PPORT" serving_s70 sync
 gw_up failover \
 	LN_DATABASE_URL="postgresql://lance_gateway@127.0.0.1:$F70_PPORT,127.0.0.1:$F70_SPORT/$F70_DB?target_session_attrs=read-write" \
 	LN_GATEWAY_CONNECTIONS=4 || return 0
+F70_GW="$GW" F70_GW_PREFIX="$GW_PREFIX"
+# a second one, whose requests may take 2 s
+gw_up failover_timeout \
+	LN_DATABASE_URL="postgresql://lance_gateway@127.0.0.1:$F70_PPORT,127.0.0.1:$F70_SPORT/$F70_DB?target_session_attrs=read-write" \
+	LN_GATEWAY_CONNECTIONS=2 LN_REQUEST_TIMEOUT=2 || return 0
+F70_GW_TIMEOUT="$GW" F70_GW_TIMEOUT_PREFIX="$GW_PREFIX"
+GW="$F70_GW" GW_PREFIX="$F70_GW_PREFIX"
 
 # f70_create <name> <log>: create namespace f$<name> through the gateway and
 # append "<name> <status>" to <log>.
@@ -68,14 +76,23 @@ SELECT pg_catalog.pg_reload_conf();
 SQL
 wait_for 300 "[[ \"\$(repl_psql \"\$F70_SOCK\" \"\$F70_PPORT\" -d postgres -c \"SELECT count(*) FROM pg_stat_replication\")\" == 0 ]]" ||
 	fail "the standby stops streaming when its primary_conninfo is emptied"
+# Past LN_REQUEST_TIMEOUT a commit still waiting for the standby is no
+# acknowledgement: 503 (code 17, outcome unknown), never 200.
+GW="$F70_GW_TIMEOUT" f70_create t1 "$F70_LOG"
+check "past LN_REQUEST_TIMEOUT (2 s), a write waiting for the synchronous standby answers 503" "t1 503" \
+	"$(grep '^t1 ' "$F70_LOG")"
 f70_create w1 "$F70_LOG" &
 BACKGROUND+=($!)
-F70_WAITING="SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway' AND wait_event = 'SyncRep'"
-if wait_for 100 "[[ \"\$(f70p -c \"\$F70_WAITING\")\" == 1 ]]"; then
-	pass "with the synchronous standby away, a write waits for it (SyncRep), unacknowledged"
+# t1's commit waits on in the server (SyncRep), and w1 waits too: for the
+# standby, or for the lock t1's namespace holds on their parent until t1
+# ends
+F70_WAITING="SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway'
+	AND (wait_event = 'SyncRep' OR wait_event_type = 'Lock')"
+if wait_for 100 "[[ \"\$(f70p -c \"\$F70_WAITING\")\" == 2 ]]"; then
+	pass "with the synchronous standby away, writes wait (SyncRep), unacknowledged"
 else
-	fail "with the synchronous standby away, a write waits for it (SyncRep), unacknowledged" \
-		"waiting: $(f70p -c "$F70_WAITING"); answered: $(grep '^w' "$F70_LOG")"
+	fail "with the synchronous standby away, writes wait (SyncRep), unacknowledged" \
+		"waiting: $(f70p -c "$F70_WAITING"); answered: $(grep '^[tw]' "$F70_LOG")"
 fi
 
 say "failover: stopping the primary (immediate), promoting the standby"
@@ -116,4 +133,5 @@ else
 		"lost: ${f70_lost[*]:-none}" "answers: $(tr '\n' ' ' <"$F70_LOG")"
 fi
 gw_down
+stop_gateway "$F70_GW_TIMEOUT_PREFIX" >/dev/null 2>&1 || true
 repl_cleanup
