@@ -16,7 +16,7 @@
 #                 (pg_regress and isolation), node (the end-to-end tests), s3
 #                 (tables on S3, with the S3 test server), layers (the
 #                 source tree's dependencies, scripts/check_layers.sh), test
-#                 group names (fuzz, gateway, memory, load, ...), pg17 and
+#                 group names (fuzz, gateway, serving, memory, load, ...), pg17 and
 #                 pg18 (the project on PostgreSQL 17 in a Debian 13 root and
 #                 on 18 in a Debian sid root, test/versions/run.sh), and
 #                 restore (a catalog of another release's server restored
@@ -203,6 +203,7 @@ run_group_tests() {
 	run_group feedhold bash "$ROOT/test/feedhold/run.sh"
 	run_group undo bash "$ROOT/test/undo/run.sh"
 	run_group gateway bash "$ROOT/test/gateway/run.sh"
+	run_group serving bash "$ROOT/test/serving/run.sh"
 	run_group run bash "$ROOT/test/run/run.sh"
 	# the memory group runs the S3 paths too, against the S3 test server
 	if wanted memory && ! start_s3_server; then
