@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2016,SC2153 # wait_for evaluates its condition itself; PORT is run.sh's
+# shellcheck disable=SC2153 # PORT is run.sh's
 # Sourced by test/serving/run.sh.  Reads on a hot standby, with
 # read-your-writes (LN_DATABASE_READ_URL, LN_READ_MAX_LAG).  The test
 # cluster is the primary; a streaming standby of it has its replay paused,
@@ -51,7 +51,7 @@ R60_GW="$GW" R60_GW_PREFIX="$GW_PREFIX"
 # primary, which answers 200).
 repl_pause "$SOCK" "$R60_PORT"
 sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\", \"r60probe\"]}') IS NOT NULL" >/dev/null
-if wait_for 100 '[[ "$(r60_describe "$R60_OTHER" r60probe)" == 404 ]]'; then
+if wait_for 100 answers 404 r60_describe "$R60_OTHER" r60probe; then
 	pass "a read goes to the standby: a namespace the standby has not replayed is 404 through the gateway"
 else
 	fail "a read goes to the standby: a namespace the standby has not replayed is 404 through the gateway" \
@@ -111,7 +111,7 @@ check "the standby has not replayed it" 0 \
 # (a bounded number of tries, 0.1 s apart); the first gateway, which allows
 # 60 s, still sends it to the standby.
 gw_up lag LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=1 || return 0
-if wait_for 100 '[[ "$(r60_describe "$R60_OTHER" r60a)" == 200 ]]'; then
+if wait_for 100 answers 200 r60_describe "$R60_OTHER" r60a; then
 	pass "LN_READ_MAX_LAG=1: the standby lagging past it is skipped (the read runs on the primary)"
 else
 	fail "LN_READ_MAX_LAG=1: the standby lagging past it is skipped (the read runs on the primary)" \
@@ -128,7 +128,7 @@ repl_resume "$SOCK" "$R60_PORT"
 repl_wait_replay "$SOCK" "$PORT" "$SOCK" "$R60_PORT"
 repl_pause "$SOCK" "$R60_PORT"
 sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\", \"r60b\"]}') IS NOT NULL" >/dev/null
-if wait_for 100 '[[ "$(r60_describe "$KEY" r60b)" == 404 ]]'; then
+if wait_for 100 answers 404 r60_describe "$KEY" r60b; then
 	pass "read-your-writes: once the standby has replayed past the key's write, its reads go there again"
 else
 	fail "read-your-writes: once the standby has replayed past the key's write, its reads go there again" \
@@ -147,11 +147,11 @@ repl_psql "$SOCK" "$R60_PORT" -d postgres >/dev/null <<'SQL'
 ALTER SYSTEM SET primary_conninfo = '';
 SELECT pg_catalog.pg_reload_conf();
 SQL
-wait_for 300 "[[ \"\$(sql -c \"SELECT count(*) FROM pg_stat_replication WHERE application_name = 'serving_s60'\")\" == 0 ]]" ||
+wait_for 300 answers 0 sql -c "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'serving_s60'" ||
 	fail "the standby stops streaming when its primary_conninfo is emptied"
 sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\", \"r60d\"]}') IS NOT NULL" >/dev/null
 gw_up lag2 LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=1 || return 0
-if wait_for 100 '[[ "$(r60_describe "$R60_OTHER" r60d)" == 200 ]]'; then
+if wait_for 100 answers 200 r60_describe "$R60_OTHER" r60d; then
 	pass "LN_READ_MAX_LAG=1: a standby cut off from its primary is skipped once the primary moved on"
 else
 	fail "LN_READ_MAX_LAG=1: a standby cut off from its primary is skipped once the primary moved on" \

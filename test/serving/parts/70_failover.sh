@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2016,SC2153 # wait_for evaluates its condition itself; PORT is run.sh's
+# shellcheck disable=SC2153 # PORT is run.sh's
 # Sourced by test/serving/run.sh.  Failover: a primary and a synchronous
 # streaming standby (synchronous_standby_names, synchronous_commit on), one
 # running gateway whose LN_DATABASE_URL lists both hosts with
@@ -74,7 +74,7 @@ f70s -d postgres >/dev/null <<'SQL'
 ALTER SYSTEM SET primary_conninfo = '';
 SELECT pg_catalog.pg_reload_conf();
 SQL
-wait_for 300 "[[ \"\$(repl_psql \"\$F70_SOCK\" \"\$F70_PPORT\" -d postgres -c \"SELECT count(*) FROM pg_stat_replication\")\" == 0 ]]" ||
+wait_for 300 answers 0 repl_psql "$F70_SOCK" "$F70_PPORT" -d postgres -c "SELECT count(*) FROM pg_stat_replication" ||
 	fail "the standby stops streaming when its primary_conninfo is emptied"
 # Past LN_REQUEST_TIMEOUT a commit still waiting for the standby is no
 # acknowledgement: 503 (code 17, outcome unknown), never 200.
@@ -88,7 +88,7 @@ BACKGROUND+=($!)
 # ends
 F70_WAITING="SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway'
 	AND (wait_event = 'SyncRep' OR wait_event_type = 'Lock')"
-if wait_for 100 "[[ \"\$(f70p -c \"\$F70_WAITING\")\" == 2 ]]"; then
+if wait_for 100 answers 2 f70p -c "$F70_WAITING"; then
 	pass "with the synchronous standby away, writes wait (SyncRep), unacknowledged"
 else
 	fail "with the synchronous standby away, writes wait (SyncRep), unacknowledged" \
@@ -116,7 +116,7 @@ else
 	fail "after the promotion, a write through the same gateway succeeds within 20 s" \
 		"$(tail -n 3 "$F70_LOG" | tr '\n' ' ') after ${F70_SECONDS} s; $(tail -n 3 "$GW_PREFIX/error.log" | cut -c1-300)"
 fi
-wait_for 300 '[[ "$(grep -c "^w" "$F70_LOG")" == 1 ]]' || fail "the write in flight at the failover is answered"
+wait_for 300 answers 1 grep -c "^w" "$F70_LOG" || fail "the write in flight at the failover is answered"
 
 # Every acknowledged write is on the promoted server.
 mapfile -t f70_acked < <(awk '$2 == 200 { print $1 }' "$F70_LOG" | sort)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2016,SC2153 # wait_for evaluates its condition itself; PORT is run.sh's
+# shellcheck disable=SC2153 # PORT is run.sh's
 # Sourced by test/serving/run.sh.  The gateway through PgBouncer (Debian's)
 # in transaction pooling mode: each transaction may run on another server
 # connection, and the gateway's 8 connections share 2 of the server's.  The
