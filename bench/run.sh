@@ -25,6 +25,8 @@
 #   LN_BENCH_PORT          first port to try for the server (default 55433)
 #   LN_BENCH_GATEWAY_PORT  first port to try for the gateway (default 23330)
 #   LN_BENCH_KEEP_LOG      a file to copy the raw per-run numbers to
+#   LN_BENCH_ONLY          run only these benchmarks, by number, e.g. "5" or "1 5"
+#                          (5 is the gateway's: 5a to 5d and 5w)
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR/.. source=scripts/common.sh
@@ -583,8 +585,92 @@ bench_gateway() {
 		"$(fmt_lat "${MED_TPS[http_ceiling]}" "${MED_P50[http_ceiling]}" "${MED_P99[http_ceiling]}" "req/s")" \
 		"$(fmt_lat "${MED_TPS[http_describe]}" "${MED_P50[http_describe]}" "${MED_P99[http_describe]}" "req/s")" \
 		"$(ratio_of "${MED_TPS[http_ceiling]}" "${MED_TPS[http_describe]}")" "— (info)" "—"
+	# 5d: 5a against the additive bound of its two halves measured alone, the
+	# HTTP hop (5c) and the call (5a'): a request pays for both at least
+	local bound r5
+	bound="$(awk -v c="${MED_TPS[http_ceiling]}" -v a="${MED_TPS[rest_describe]}" \
+		'BEGIN { if (c > 0 && a > 0) printf "%.1f", 1 / (1 / c + 1 / a); else print "FAIL" }' 2>/dev/null || echo FAIL)"
+	[[ "${MED_TPS[http_ceiling]}" == FAIL || "${MED_TPS[rest_describe]}" == FAIL ]] && bound=FAIL
+	r5="$(ratio_of "${MED_TPS[http_describe]}" "$bound")"
+	row 5d "5a against its ceiling: the additive bound 1/(1/5c + 1/5a') of the HTTP hop and the call alone" \
+		"$(fmt_rate "${MED_TPS[http_describe]}" "req/s")" "$(fmt_rate "$bound" "req/s")" "$r5" "≥ 0.8" "$(met "$r5" 0.8)"
 	stop_gateway "$CEILING_PREFIX"
 	CEILING_PREFIX=""
+}
+
+# 5w: DescribeTable over HTTP (wrk, as 5a) while 8 CreateTableVersion
+# requests through the same gateway wait on a row lock a SQL session holds
+# (the version they commit, held uncommitted), against the same reads with
+# none waiting: RUNS pairs, alternating, p50 and p99 of each run's wrk.
+WAIT_HOLD_FD=""
+hold_version() { # version: hold it in an open transaction and send 8 commits of it
+	local v="$1" fifo="$RES/hold.fifo" i
+	rm -f "$fifo"
+	mkfifo "$fifo"
+	PGAPPNAME=bench_hold "$PG_BIN/psql" -X -q -At -d "$DB" <"$fifo" >"$RES/hold.out" 2>&1 &
+	exec {WAIT_HOLD_FD}>"$fifo"
+	printf "BEGIN;\nSELECT lance_create_table_version('{\"id\": [\"b5\", \"t1\"], \"version\": %s, \"manifest_path\": \"lance-bench/b5/t1.lance/_versions/%s.manifest\"}') IS NOT NULL;\n" \
+		"$v" "$v" >&"$WAIT_HOLD_FD"
+	for ((i = 0; i < 50; i++)); do
+		[[ "$(psql_val -d "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_hold' AND state = 'idle in transaction'")" == 1 ]] && break
+		sleep 0.1
+	done
+	for ((i = 0; i < 8; i++)); do
+		curl -s -o /dev/null --max-time 120 -H "x-api-key: $LANCE_API_KEY" -H 'content-type: application/json' \
+			-d "{\"version\": $v, \"manifest_path\": \"lance-bench/b5/t1.lance/_versions/$v.manifest\"}" \
+			"http://127.0.0.1:$GATEWAY_PORT/v1/table/b5%24t1/version/create" &
+	done
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(waiting_writes)" == 8 ]] && return 0
+		sleep 0.1
+	done
+	say "warning: only $(waiting_writes) of 8 commits wait on the lock"
+}
+waiting_writes() {
+	psql_val -d "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway' AND wait_event_type = 'Lock'"
+}
+release_version() {
+	printf 'ROLLBACK;\n\\q\n' >&"$WAIT_HOLD_FD"
+	exec {WAIT_HOLD_FD}>&-
+	wait
+}
+
+bench_waiting() {
+	say "(5w) reads over HTTP while 8 writes wait on a lock"
+	local r line base=$(((10#$(date +%s) % 1000000 + 1000) * 10000000000 + 5000000000))
+	wrk_variant http_describe describe_table
+	: >"$RES/reads_idle.runs"
+	: >"$RES/reads_waiting.runs"
+	for ((r = 0; r < RUNS; r++)); do
+		line="$(run_variant http_describe "$SECS")" || line=FAIL
+		printf '%s\n' "$line" >>"$RES/reads_idle.runs"
+		hold_version $((base + r))
+		line="$(run_variant http_describe "$SECS")" || line=FAIL
+		[[ "$(waiting_writes)" == 8 ]] || line=FAIL
+		printf '%s\n' "$line" >>"$RES/reads_waiting.runs"
+		release_version
+	done
+	local label
+	for label in reads_idle reads_waiting; do
+		if grep -q FAIL "$RES/$label.runs"; then
+			MED_TPS[$label]=FAIL
+		else
+			MED_TPS[$label]="$(awk '{ print $1 }' "$RES/$label.runs" | median)"
+			MED_P50[$label]="$(awk '{ print $2 }' "$RES/$label.runs" | median)"
+			MED_P99[$label]="$(awk '{ print $3 }' "$RES/$label.runs" | median)"
+		fi
+		raw "median $label: ${MED_TPS[$label]} (p50 ${MED_P50[$label]} ms, p99 ${MED_P99[$label]} ms)" \
+			"runs: $(tr '\n' ';' <"$RES/$label.runs")"
+	done
+	local r99="nan" m="FAILED"
+	if [[ "${MED_TPS[reads_idle]}" != FAIL && "${MED_TPS[reads_waiting]}" != FAIL ]]; then
+		r99="$(awk -v a="${MED_P99[reads_waiting]}" -v b="${MED_P99[reads_idle]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }')"
+		m="$(awk -v r="$r99" 'BEGIN { print (r != "nan" && r <= 2 ? "yes" : "**no**") }')"
+	fi
+	row 5w "DescribeTable over HTTP while 8 CreateTableVersion requests wait on a row lock (wrk) vs none waiting; ratio of p99" \
+		"$(fmt_lat "${MED_TPS[reads_waiting]}" "${MED_P50[reads_waiting]}" "${MED_P99[reads_waiting]}" "req/s")" \
+		"$(fmt_lat "${MED_TPS[reads_idle]}" "${MED_P50[reads_idle]}" "${MED_P99[reads_idle]}" "req/s")" \
+		"$r99" "p99 ≤ 2×" "$m"
 }
 
 bench_client() {
@@ -897,6 +983,12 @@ run_profile() {
 
 # ---------------------------------------------------------------------------
 
+# bench_wanted <n>: true when LN_BENCH_ONLY is unset or names benchmark <n>.
+bench_wanted() {
+	[[ -z "${LN_BENCH_ONLY:-}" ]] && return 0
+	[[ " ${LN_BENCH_ONLY//,/ } " == *" $1 "* ]]
+}
+
 main() {
 	install_deps
 	install_bench_deps
@@ -904,13 +996,16 @@ main() {
 	start_bench_server
 	setup_bench_db
 	: >"$RES/raw.log"
-	bench_create_version
-	bench_batch
-	bench_latest
-	bench_scale
-	bench_gateway
-	bench_client
-	bench_client_s3
+	if bench_wanted 1; then bench_create_version; fi
+	if bench_wanted 2; then bench_batch; fi
+	if bench_wanted 3; then bench_latest; fi
+	if bench_wanted 4; then bench_scale; fi
+	if bench_wanted 5; then
+		bench_gateway
+		bench_waiting
+	fi
+	if bench_wanted 6; then bench_client; fi
+	if bench_wanted 7; then bench_client_s3; fi
 	print_table
 	if ((PROFILE)); then
 		run_profile

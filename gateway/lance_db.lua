@@ -26,12 +26,18 @@
 --                         the statement was sent: it may have committed.  A
 --                         call is never sent twice (a commit must not be).
 --
--- Every call runs in one implicit transaction ("simple query": one round
--- trip) whose first statement sets statement_timeout to the time left, for
--- this transaction only (set_config(..., true)): past the deadline the
--- database cancels the statement and rolls the transaction back whole.  No
--- server-side prepared statement and no session state is kept, so the calls
--- work through a pooler in transaction mode (PgBouncer) as well.
+-- Every call runs in one implicit transaction (one round trip) whose first
+-- statement sets statement_timeout to the time left, for this transaction
+-- only (set_config(..., true)): past the deadline the database cancels the
+-- statement and rolls the transaction back whole.  The statements are named
+-- prepared statements (lance_db_<md5 of the text>), prepared on a
+-- connection the first time it runs them, and sent as one pipeline (Bind
+-- and Execute of both, one Sync), so a call costs no parse and no plan.  A
+-- connection that does not keep prepared statements (a pooler in
+-- transaction mode, PgBouncer before 1.21) answers the first such call
+-- with "no such prepared statement" or "already exists" before anything
+-- ran: the pool then sends query texts (its values escaped by libpq) from
+-- then on.  No other session state is used.
 
 local M = {}
 
@@ -68,6 +74,12 @@ int PQgetlength(const PGresult *res, int row, int col);
 int PQgetisnull(const PGresult *res, int row, int col);
 void PQclear(PGresult *res);
 char *PQescapeLiteral(PGconn *conn, const char *str, size_t len);
+int PQsendPrepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const unsigned int *paramTypes);
+int PQsendQueryPrepared(PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues,
+                        const int *paramLengths, const int *paramFormats, int resultFormat);
+int PQenterPipelineMode(PGconn *conn);
+int PQexitPipelineMode(PGconn *conn);
+int PQpipelineSync(PGconn *conn);
 void PQfreemem(void *ptr);
 struct lance_pollfd { int fd; short events; short revents; };
 int poll(struct lance_pollfd *fds, unsigned long nfds, int timeout);
@@ -81,6 +93,7 @@ end
 local CONNECTION_OK = 0
 local PQTRANS_IDLE = 0
 local PGRES_COMMAND_OK, PGRES_TUPLES_OK = 1, 2
+local PGRES_PIPELINE_SYNC, PGRES_PIPELINE_ABORTED = 10, 11
 local PG_DIAG_SQLSTATE, PG_DIAG_MESSAGE_PRIMARY, PG_DIAG_MESSAGE_DETAIL = 67, 77, 68
 local POLLIN, POLLOUT = 1, 4
 local CLOCK_MONOTONIC = 1
@@ -236,6 +249,116 @@ local function run_query(conn, text, hard_deadline_ms)
 	return "ok", rows
 end
 
+-- The prepared statement that sets the call's statement_timeout.
+local TIMEOUT_STATEMENT = "lance_db_timeout"
+local TIMEOUT_SQL = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
+
+local function error_of(res)
+	return {
+		sqlstate = cstr(pq.PQresultErrorField(res, PG_DIAG_SQLSTATE)),
+		message = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
+			or (cstr(pq.PQresultErrorMessage(res)) or ""):gsub("%s+$", ""),
+		detail = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)),
+	}
+end
+
+-- The call as named prepared statements in one pipeline: Parse (the first
+-- time on this connection), Bind and Execute of the timeout's statement
+-- and the call's, then one Sync: one round trip and one implicit
+-- transaction, without the parse and plan of a query text per call.
+-- Answers "ok", rows; "error", e; "unknown", message; "not_sent", message
+-- (nothing can have committed before the Sync went out); or "pooler", e
+-- (the connection does not keep prepared statements: a pooler in
+-- transaction mode; nothing ran).  prepared: names prepared on conn, kept
+-- up to date.
+local function run_pipeline(conn, name, template, params, left_ms, prepared, hard_deadline_ms)
+	local n = #params
+	local keep = {}
+	local values = ffi.new("const char *[?]", math.max(n, 1))
+	for i = 1, n do
+		if params[i] ~= false then
+			keep[i] = tostring(params[i])
+			values[i - 1] = keep[i]
+		end
+	end
+	local timeout_value = ffi.new("const char *[1]")
+	local left_text = tostring(left_ms)
+	timeout_value[0] = left_text
+	local steps = {}
+	if pq.PQenterPipelineMode(conn) ~= 1 then
+		return "not_sent", conn_error(conn)
+	end
+	local sent = true
+	if not prepared[name] then
+		sent = sent and pq.PQsendPrepare(conn, name, template, n, nil) == 1
+		steps[#steps + 1] = { prepare = name }
+	end
+	if not prepared[TIMEOUT_STATEMENT] then
+		sent = sent and pq.PQsendPrepare(conn, TIMEOUT_STATEMENT, TIMEOUT_SQL, 1, nil) == 1
+		steps[#steps + 1] = { prepare = TIMEOUT_STATEMENT }
+	end
+	sent = sent and pq.PQsendQueryPrepared(conn, TIMEOUT_STATEMENT, 1, timeout_value, nil, nil, 0) == 1
+	steps[#steps + 1] = {}
+	sent = sent and pq.PQsendQueryPrepared(conn, name, n, values, nil, nil, 0) == 1
+	steps[#steps + 1] = { rows = true }
+	if not sent then
+		-- no Sync went out: whatever reached the server rolls back
+		return "not_sent", conn_error(conn)
+	end
+	if pq.PQpipelineSync(conn) ~= 1 then
+		return "unknown", "the connection broke while sending: " .. conn_error(conn)
+	end
+	local rows, failure, step = {}, nil, 1
+	while true do
+		while pq.PQisBusy(conn) == 1 do
+			if not wait_socket(conn, POLLIN, hard_deadline_ms) then
+				return "unknown", "no answer from the database past the request's deadline"
+			end
+			if pq.PQconsumeInput(conn) == 0 then
+				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
+			end
+		end
+		local res = pq.PQgetResult(conn)
+		if res == nil then
+			-- the end of one step's results
+			step = step + 1
+			if pq.PQstatus(conn) ~= CONNECTION_OK then
+				break
+			end
+		else
+			local status = pq.PQresultStatus(res)
+			if status == PGRES_PIPELINE_SYNC then
+				pq.PQclear(res)
+				break
+			elseif status == PGRES_TUPLES_OK then
+				if steps[step] and steps[step].rows then
+					rows = result_rows(res)
+				end
+			elseif status == PGRES_COMMAND_OK then
+				if steps[step] and steps[step].prepare then
+					prepared[steps[step].prepare] = true
+				end
+			elseif status ~= PGRES_PIPELINE_ABORTED and not failure then
+				failure = error_of(res)
+			end
+			pq.PQclear(res)
+		end
+	end
+	if pq.PQstatus(conn) ~= CONNECTION_OK then
+		return "unknown", "the connection broke while the database worked: "
+			.. (failure and failure.message or conn_error(conn))
+	end
+	pq.PQexitPipelineMode(conn)
+	if failure then
+		-- 26000: no such prepared statement, 42P05: one of that name exists
+		if failure.sqlstate == "26000" or failure.sqlstate == "42P05" then
+			return "pooler", failure
+		end
+		return "error", failure
+	end
+	return "ok", rows
+end
+
 local function finish(conn)
 	if conn ~= nil then
 		pq.PQfinish(conn)
@@ -247,59 +370,81 @@ local function address(conn)
 end
 
 -- Runs in a thread of nginx's thread pool.  addr: the slot's connection (0:
--- none).  Answers the slot's connection afterwards, then the outcome (see
--- the top of this file).
-local function thread_call(addr, conninfo, connect_timeout, template, params, timeout_ms)
+-- none); prepared: the statements prepared on it (names), or false to send
+-- query texts (through a pooler).  Answers the slot's connection
+-- afterwards, the outcome (see the top of this file), the statements then
+-- prepared on it, and true when the connection turned out not to keep
+-- prepared statements.
+local function thread_call(addr, conninfo, connect_timeout, name, template, params, timeout_ms, prepared)
 	load_libpq()
 	local started = now_ms()
 	local conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
+	local use_prepared = prepared ~= false
+	prepared = prepared or {}
+	local pooler = false
 	if conn ~= nil and not still_usable(conn) then
 		finish(conn)
 		conn = nil
 	end
-	-- a statement that could not be sent may go again once, on a new connection
+	-- a call that could not have run may go again, once
 	for attempt = 1, 2 do
 		if conn == nil then
 			local err
 			conn, err = connect(conninfo, connect_timeout)
+			prepared = {}
 			if not conn then
-				return 0, "not_sent", "cannot connect to the database: " .. err
+				return 0, "not_sent", "cannot connect to the database: " .. err, prepared, pooler
 			end
 		end
 		local left = math.floor(timeout_ms - (now_ms() - started))
 		if left < 1 then
-			return address(conn), "busy", "the request's time ran out before it reached the database"
+			return address(conn), "busy", "the request's time ran out before it reached the database",
+				prepared, pooler
 		end
-		local body, err = build_query(conn, template, params)
-		if not body then
-			return address(conn), "error", { sqlstate = "22021", message = err }
-		end
-		local text = "SELECT pg_catalog.set_config('statement_timeout', '" .. left .. "', true);" .. body
-		if pq.PQsendQuery(conn, text) == 1 then
-			local outcome, value = run_query(conn, text, started + timeout_ms + GRACE_MS)
-			if outcome == "unknown" then
-				finish(conn)
-				return 0, outcome, value
+		local hard_deadline = started + timeout_ms + GRACE_MS
+		local outcome, value
+		if use_prepared then
+			outcome, value = run_pipeline(conn, name, template, params, left, prepared, hard_deadline)
+			if outcome == "pooler" then
+				-- nothing ran: send it as a query text, now and from now on
+				use_prepared, pooler = false, true
+				prepared = {}
 			end
-			return address(conn), outcome, value
 		end
-		local err2 = conn_error(conn)
+		if not use_prepared then
+			local body, err = build_query(conn, template, params)
+			if not body then
+				return address(conn), "error", { sqlstate = "22021", message = err }, prepared, pooler
+			end
+			local text = "SELECT pg_catalog.set_config('statement_timeout', '" .. left .. "', true);" .. body
+			if pq.PQsendQuery(conn, text) == 1 then
+				outcome, value = run_query(conn, text, hard_deadline)
+			else
+				outcome, value = "not_sent", conn_error(conn)
+			end
+		end
+		if outcome == "unknown" then
+			finish(conn)
+			return 0, outcome, value, {}, pooler
+		elseif outcome ~= "not_sent" then
+			return address(conn), outcome, value, prepared, pooler
+		end
 		finish(conn)
 		conn = nil
 		if attempt == 2 then
-			return 0, "not_sent", "cannot send to the database: " .. err2
+			return 0, "not_sent", "cannot send to the database: " .. tostring(value), {}, pooler
 		end
 	end
 end
 
 function M.thread_call(...)
-	local ok, addr, outcome, value = pcall(thread_call, ...)
+	local ok, addr, outcome, value, prepared, pooler = pcall(thread_call, ...)
 	if not ok then
 		-- a bug here, not the database's answer: the slot's connection may
 		-- be lost with the VM's stack; nothing is known of the call
-		return 0, "unknown", "gateway error: " .. tostring(addr)
+		return 0, "unknown", "gateway error: " .. tostring(addr), {}, false
 	end
-	return addr, outcome, value
+	return addr, outcome, value, prepared, pooler
 end
 
 -- ---------------------------------------------------------------------------
@@ -325,9 +470,12 @@ function M.new_pool(opts)
 		connect_timeout = opts.connect_timeout or 10,
 		sema = sema,
 		free = {},
+		-- false once a connection did not keep prepared statements (a
+		-- pooler in transaction mode): query texts from then on
+		prepare = true,
 	}, Pool)
 	for i = 1, opts.size do
-		pool.free[i] = { addr = 0 }
+		pool.free[i] = { addr = 0, prepared = {} }
 	end
 	return pool
 end
@@ -348,10 +496,18 @@ function Pool:call(template, params, deadline)
 	ngx.update_time()
 	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
 	local connect_timeout = math.max(2, math.min(self.connect_timeout, math.ceil(timeout_ms / 1000)))
-	local tok, addr, outcome, value = ngx.run_worker_thread(self.thread_pool, "lance_db", "thread_call",
-		slot.addr, self.conninfo, connect_timeout, template, params, timeout_ms)
+	local name = "lance_db_" .. ngx.md5(template)
+	local tok, addr, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
+		"thread_call", slot.addr, self.conninfo, connect_timeout, name, template, params, timeout_ms,
+		self.prepare and slot.prepared)
 	if tok then
 		slot.addr = addr
+		slot.prepared = prepared or {}
+		if pooler and self.prepare then
+			self.prepare = false
+			ngx.log(ngx.WARN, "lance_db: the ", self.name, " database does not keep prepared statements",
+				" (a pooler in transaction mode): sending query texts")
+		end
 	else
 		-- the thread did not run (no VM, no memory): the slot is unchanged
 		outcome, value = "not_sent", "cannot run the database call: " .. tostring(addr)

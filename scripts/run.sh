@@ -11,6 +11,11 @@
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_REQUEST_TIMEOUT  seconds a request through the gateway may take
+#                    (default 30): past it, cancelled in the database, rolled
+#                    back and answered 503 (code 17) with Retry-After
+#   LN_GATEWAY_CONNECTIONS  the gateway's database connections, split over
+#                    its workers (default: a quarter of max_connections)
 #   LN_DATABASE_READ_URL, LN_READ_MAX_LAG  hot standbys of this cluster that
 #            the gateway sends reads to, as for scripts/gateway.sh
 #   LN_PG_VERSION  the PostgreSQL major version to build for and run, where
@@ -172,7 +177,8 @@ SQL
 	fi
 }
 
-# The gateway connects as role lance_gateway and runs each request as the
+# The gateway (started by start_gateway, through start_gateway_url as
+# scripts/gateway.sh does) connects as role lance_gateway and runs each request as the
 # role of its API key.  Keep one administrator key (role lance_admin) in
 # LN_DATA/api_key, readable by the caller alone: the one there if it still
 # works, else a new one.

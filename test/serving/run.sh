@@ -6,6 +6,9 @@
 #
 #   10_blocking     with 8 requests waiting on one row lock, 20 reads in a
 #                   row each answer in under 0.1 s
+#   15_store_stall  the same while 2 commits wait for a store that stalls
+#                   (the S3 test server: LN_S3_ENDPOINT, LN_S3_CONTROL, which
+#                   scripts/test.sh gives), then answered 503, code 17
 #   20_timeouts     LN_REQUEST_TIMEOUT: a request past it is cancelled in
 #                   the database, rolled back (no version, no change-log
 #                   entry) and answered 503, code 17, Retry-After; one that
@@ -13,7 +16,8 @@
 #                   requests from 100 concurrent clients all answer 200
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
-#                   password over TCP), two gateways side by side, each
+#                   password over TCP; then a TLS client certificate), two
+#                   gateways side by side, each
 #                   stopped by scripts/stop.sh with its LN_DATA
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
@@ -131,12 +135,12 @@ new_table() {
 }
 
 # versions <table>: how many versions <table> has, and change-log entries
-# naming it.
+# that made a version of it.
 versions() {
 	sql -c "SELECT (SELECT count(*) FROM lance_catalog.version v JOIN lance_catalog.object o ON o.id = v.table_id
 	                 WHERE o.name = '$1') || ' ' ||
 	               (SELECT count(*) FROM lance_catalog.change WHERE 'ns\$$1' = ANY (objects)
-	                   AND operation <> 'RegisterTable')"
+	                   AND pg_catalog.array_remove(versions, NULL) <> '{}')"
 }
 
 # hold <sql>: a psql session (application_name serving_hold) that runs

@@ -5,7 +5,9 @@
 # with a SCRAM password.  Two gateways serve the database side by side,
 # each with its own LN_DATA (configuration, logs), and scripts/stop.sh
 # with one's LN_DATA stops that one alone.  The URL is kept from other
-# users and out of nginx.conf; a wrong password is 503 with code 17.
+# users and out of nginx.conf; a wrong password is 503 with code 17.  A
+# gateway connects with a TLS client certificate the server takes alone
+# (hostssl ... cert).
 # the cluster takes lance_gateway over TCP by password only
 sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
@@ -60,5 +62,42 @@ LN_DATA="$WORK/alone2" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
 LN_DATA="$WORK/alone3" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
 wait_for 100 answers 000 alone_status "$P2" || true
 check "then the second" 000 "$(alone_status "$P2")"
+
+# TLS with a client certificate: the server takes lance_gateway over TCP by
+# its certificate alone (hostssl ... cert), the gateway's URL names the CA
+# and its certificate and key (files the postgres OS user reads)
+TLS="$WORK/tls"
+make_postgres_dir "$TLS" 700
+tls_made=1
+(
+	cd "$TLS" &&
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=serving test CA" -keyout ca.key -out ca.crt &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr &&
+		openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out server.crt &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=lance_gateway" -keyout client.key -out client.csr &&
+		openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out client.crt
+) >"$WORK/tls.log" 2>&1 || tls_made=0
+chown -R postgres:postgres "$TLS"
+chmod 600 "$TLS"/*.key
+if ((tls_made)); then
+	sed -i '1s/.*/hostssl all lance_gateway 127.0.0.1\/32 cert/' "$PGDATA_DIR/pg_hba.conf"
+	sql -c "ALTER SYSTEM SET ssl = on" -c "ALTER SYSTEM SET ssl_cert_file = '$TLS/server.crt'" \
+		-c "ALTER SYSTEM SET ssl_key_file = '$TLS/server.key'" -c "ALTER SYSTEM SET ssl_ca_file = '$TLS/ca.crt'" >/dev/null
+	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+	P4="$(find_free_port $((P3 + 1)))"
+	if alone 4 "$P4" "postgresql://lance_gateway@127.0.0.1:$PORT/$DB?sslmode=verify-ca&sslrootcert=$TLS/ca.crt&sslcert=$TLS/client.crt&sslkey=$TLS/client.key"; then
+		pass "gateway.sh with a TLS client certificate"
+	else
+		fail "gateway.sh with a TLS client certificate" "$(tail -n 5 "$WORK/alone4.log")"
+	fi
+	check "it answers, connected by TLS with its certificate (CN lance_gateway)" "200 /CN=lance_gateway" \
+		"$(alone_status "$P4") $(sql -c "SELECT DISTINCT s.client_dn FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+		                               WHERE a.usename = 'lance_gateway' AND s.ssl")"
+	LN_DATA="$WORK/alone4" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	sql -c "ALTER SYSTEM RESET ssl" -c "ALTER SYSTEM RESET ssl_cert_file" -c "ALTER SYSTEM RESET ssl_key_file" \
+		-c "ALTER SYSTEM RESET ssl_ca_file" >/dev/null
+else
+	fail "openssl makes a CA, a server and a client certificate" "$(tail -n 5 "$WORK/tls.log")"
+fi
 sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
