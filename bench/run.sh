@@ -611,7 +611,7 @@ hold_version() { # version: hold it in an open transaction and send 8 commits of
 	exec {WAIT_HOLD_FD}>"$fifo"
 	printf "BEGIN;\nSELECT lance_create_table_version('{\"id\": [\"b5\", \"t1\"], \"version\": %s, \"manifest_path\": \"lance-bench/b5/t1.lance/_versions/%s.manifest\"}') IS NOT NULL;\n" \
 		"$v" "$v" >&"$WAIT_HOLD_FD"
-	for ((i = 0; i < 50; i++)); do
+	for ((i = 0; i < 300; i++)); do
 		[[ "$(psql_val -d "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_hold' AND state = 'idle in transaction'")" == 1 ]] && break
 		sleep 0.1
 	done
@@ -620,11 +620,11 @@ hold_version() { # version: hold it in an open transaction and send 8 commits of
 			-d "{\"version\": $v, \"manifest_path\": \"lance-bench/b5/t1.lance/_versions/$v.manifest\"}" \
 			"http://127.0.0.1:$GATEWAY_PORT/v1/table/b5%24t1/version/create" &
 	done
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 300; i++)); do
 		[[ "$(waiting_writes)" == 8 ]] && return 0
 		sleep 0.1
 	done
-	say "warning: only $(waiting_writes) of 8 commits wait on the lock"
+	say "warning: only $(waiting_writes) of 8 commits wait on the lock (the holder: $(tr '\n' ' ' <"$RES/hold.out"))"
 }
 waiting_writes() {
 	psql_val -d "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway' AND wait_event_type = 'Lock'"
@@ -652,6 +652,7 @@ bench_waiting() {
 	done
 	local label
 	for label in reads_idle reads_waiting; do
+		MED_P50[$label]=nan MED_P99[$label]=nan
 		if grep -q FAIL "$RES/$label.runs"; then
 			MED_TPS[$label]=FAIL
 		else
