@@ -25,7 +25,8 @@
 -- recovery (promoted: a primary of its own), or whose lag plus the age of
 -- its last check exceeds LN_READ_MAX_LAG seconds is skipped.  A read a
 -- standby fails (down since its last check, a conflict with recovery) or
--- answers 503 goes to the primary: a read is safe to send twice.
+-- answers 503 or 401 (a key made after its last replay) goes to the
+-- primary: a read is safe to send twice.
 local lance_db = require("lance_db")
 
 local M = {}
