@@ -13,6 +13,7 @@
 -- log (never an id merely sent: "lnk_<someone's id>_junk" is logged as "-").
 local cjson = require("cjson.safe")
 local lance_db = require("lance_db")
+local replicas = require("lance_replicas")
 
 local M = {}
 
@@ -48,6 +49,13 @@ function M.init_worker(conf)
 		size = conf.connections,
 		thread_pool = "lance_db",
 		connect_timeout = math.min(10, request_timeout),
+	})
+	-- reads on the standbys of LN_DATABASE_READ_URL, if any (lance_replicas)
+	replicas.init_worker({
+		primary = pool,
+		read_url_file = conf.database_read_url_file,
+		max_lag = conf.read_max_lag,
+		connections = conf.connections,
 	})
 end
 
@@ -120,7 +128,7 @@ end
 -- must not run twice.
 local function call(method, path, query, body, headers)
 	local deadline = ngx.req.start_time() + request_timeout
-	return pool:call(SQL, { method, path, query, body or false, headers }, deadline)
+	return replicas.call(SQL, { method, path, query, body or false, headers }, deadline)
 end
 
 local function refuse(status, code, message)

@@ -27,13 +27,14 @@ release_pg_version() {
 
 # use_pg_version <major>: set PG_VERSION, PG_BIN, PG_CONFIG and the Debian
 # packages the build, the gateway and the tests need (procps: the tests'
-# pkill, which a minimal Debian lacks).
+# pkill, which a minimal Debian lacks; pgbouncer: the pooler the serving
+# tests put in front of the database).
 use_pg_version() {
 	PG_VERSION="$1"
 	PG_BIN="/usr/lib/postgresql/$PG_VERSION/bin"
 	PG_CONFIG="$PG_BIN/pg_config"
 	LN_PACKAGES=("postgresql-$PG_VERSION" "postgresql-server-dev-$PG_VERSION" libjson-c-dev libcurl4-openssl-dev
-		curl ca-certificates make gcc libc6-dev pkg-config "${LN_GATEWAY_PACKAGES[@]}")
+		curl ca-certificates make gcc libc6-dev pkg-config "${LN_GATEWAY_PACKAGES[@]}" pgbouncer)
 }
 # What the gateway alone needs (scripts/gateway.sh): nginx with its Lua
 # module (lua-resty-core: ngx.semaphore), lua-cjson, libpq (which
@@ -435,6 +436,32 @@ gateway_scheme() {
 # over its workers.
 LN_REQUEST_TIMEOUT_DEFAULT=30
 
+# The standbys' settings (gateway/lance_replicas.lua): LN_DATABASE_READ_URL,
+# libpq URIs of hot standbys separated by white space, where the gateway
+# sends reads; LN_READ_MAX_LAG, the seconds a standby may lag behind before
+# the gateway skips it.
+LN_READ_MAX_LAG_DEFAULT=10
+
+# gateway_read_settings <prefix> <connections per worker>: write
+# <prefix>/database_read_url (it may hold passwords: postgres's alone) and
+# set GW_READ_THREADS (threads for the standbys' calls) and GW_READ_MAX_LAG.
+gateway_read_settings() {
+	local prefix="$1" per_worker="$2" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}" tmp
+	local -a urls=()
+	if ! [[ "$lag" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$lag" 'BEGIN { exit !(t > 0) }'; then
+		die "LN_READ_MAX_LAG must be a positive number of seconds, got '$lag'"
+	fi
+	read -r -d '' -a urls <<<"${LN_DATABASE_READ_URL:-}" || true
+	tmp="$(mktemp "$prefix/.database_read_url.XXXXXX")"
+	((${#urls[@]} == 0)) || printf '%s\n' "${urls[@]}" >"$tmp"
+	chown postgres:postgres "$tmp"
+	chmod 600 "$tmp"
+	mv -f "$tmp" "$prefix/database_read_url"
+	GW_READ_THREADS=$((per_worker * ${#urls[@]}))
+	((GW_READ_THREADS >= 1)) || GW_READ_THREADS=1
+	GW_READ_MAX_LAG="$lag"
+}
+
 # gateway_psql <url> <psql args...>: psql to the gateway's database as the
 # gateway connects (its OS user, its URL).  PG_BIN's psql, else Debian's
 # wrapper (a host with the client alone).
@@ -512,6 +539,7 @@ start_gateway_url() {
 	chown postgres:postgres "$tmp"
 	chmod 600 "$tmp"
 	mv -f "$tmp" "$prefix/database_url"
+	gateway_read_settings "$prefix" "$per_worker"
 	# nginx runs as postgres, which may not be able to read the clone (in
 	# /root or a mode-700 folder): it loads a copy of the Lua code from the
 	# prefix, refreshed on every start or reload.
@@ -533,6 +561,8 @@ start_gateway_url() {
 	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
+		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
+		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
 		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
 		as_postgres tee "$prefix/nginx.conf" >/dev/null

@@ -26,6 +26,10 @@
 #   LN_GATEWAY_CONNECTIONS  the most database connections it holds, split
 #                    over its workers (default: a quarter of what the server
 #                    allows ordinary roles, 2 to 64)
+#   LN_DATABASE_READ_URL  libpq URIs of streaming hot standbys, separated by
+#                    spaces: reads go there, with read-your-writes per API
+#                    key (README, "Replicas and failover"); default none
+#   LN_READ_MAX_LAG  seconds a standby may lag before it is skipped (default 10)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY, LN_GATEWAY_HOSTS,
 #   LN_GATEWAY_ORIGINS  as for scripts/run.sh
 #

@@ -16,6 +16,8 @@
 #                    back and answered 503 (code 17) with Retry-After
 #   LN_GATEWAY_CONNECTIONS  the gateway's database connections, split over
 #                    its workers (default: a quarter of max_connections)
+#   LN_DATABASE_READ_URL, LN_READ_MAX_LAG  hot standbys of this cluster that
+#            the gateway sends reads to, as for scripts/gateway.sh
 #   LN_PG_VERSION  the PostgreSQL major version to build for and run, where
 #            several are installed (default: the highest installed; on a
 #            machine without any, the one the Debian release ships)

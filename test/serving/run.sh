@@ -23,6 +23,13 @@
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again
 #   50_access_log   the access log has each request's real duration and end
+#   60_reads        LN_DATABASE_READ_URL: reads on a hot standby (replay
+#                   paused), read-your-writes per API key, LN_READ_MAX_LAG,
+#                   a standby down (helpers: replication.sh)
+#   70_failover     a primary and a synchronous standby: the primary stopped
+#                   (immediate) and the standby promoted, writes through the
+#                   same gateway succeed within 20 s, no acknowledged write lost
+#   80_pgbouncer    the gateway through PgBouncer in transaction pooling mode
 #
 # Runs as root (or postgres).  Prints "  ok    <check>" / "  FAIL  <check>"
 # per check; exits 0 only when every check passed.
@@ -39,7 +46,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
 unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS LN_GATEWAY_ADDRESS
-unset LN_REQUEST_TIMEOUT LN_GATEWAY_CONNECTIONS LN_DATABASE_URL
+unset LN_REQUEST_TIMEOUT LN_GATEWAY_CONNECTIONS LN_DATABASE_URL LN_DATABASE_READ_URL LN_READ_MAX_LAG
 
 command -v curl >/dev/null || die "the serving test needs curl"
 SERVING_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"

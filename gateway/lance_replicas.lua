@@ -1,0 +1,327 @@
+-- lance_replicas: reads on hot standbys, with read-your-writes.
+--
+-- With LN_DATABASE_READ_URL naming one or more streaming hot standbys, a
+-- request whose operation does not change the catalog goes to a standby,
+-- and every other request to the primary (LN_DATABASE_URL).  Which
+-- operations change the catalog is the registry's to say: the routes of
+-- lance_operations() (method, path, changes_catalog), read once per worker
+-- and matched as lance_rest() matches them (find_route in src/http/rest.c).
+--
+-- Read-your-writes: after a change that answered 2xx, the primary's WAL
+-- position (pg_current_wal_lsn(), asked after the commit: one more round
+-- trip, for changes only) is kept in the shared dict lance_written under the
+-- id of the API key that made it (lnk_<12 hex>; "-" without a key).  That
+-- key's reads go to a standby only once the standby has replayed up to that
+-- position, else to the primary: a key never reads older state than it
+-- wrote.  Other keys' reads are not held back.
+--
+-- Each worker checks every standby every CHECK_INTERVAL seconds (a timer):
+-- its replay position and its lag.  The lag is the larger of two figures:
+-- the standby's own (the age of the last commit it replayed when it has
+-- received WAL it has not replayed yet, 0 when it replayed all it received)
+-- and the primary's (its WAL insert position, sampled at each check: the
+-- age of the newest sample the standby has replayed past, 0 for the latest),
+-- which also sees a standby cut off from its primary.  A standby that cannot be reached, that is no longer in
+-- recovery (promoted: a primary of its own), or whose lag plus the age of
+-- its last check exceeds LN_READ_MAX_LAG seconds is skipped.  A read a
+-- standby fails (down since its last check, a conflict with recovery) or
+-- answers 503 or 401 (a key made after its last replay) goes to the
+-- primary: a read is safe to send twice.
+local lance_db = require("lance_db")
+
+local M = {}
+
+local CHECK_INTERVAL = 0.5
+-- how long a standby check may take (a standby that accepts connections and
+-- never answers must not hold the checker)
+local CHECK_TIMEOUT = 2
+local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::text FROM lance_operations()"
+local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::text"
+-- A standby's replay position and lag, or not a standby (promoted).
+local CHECK_SQL = [[
+SELECT pg_catalog.pg_is_in_recovery()::text,
+       pg_catalog.pg_last_wal_replay_lsn()::text,
+       CASE WHEN pg_catalog.pg_last_wal_replay_lsn() >= pg_catalog.pg_last_wal_receive_lsn() THEN 0
+            ELSE coalesce(extract(epoch FROM pg_catalog.now() - pg_catalog.pg_last_xact_replay_timestamp()), 1e9)
+       END::float8::text]]
+
+local primary           -- this worker's pool to the primary (lance_db)
+local standbys = {}     -- { pool, up, in_recovery, lsn, lag, checked }
+local max_lag = 10
+local routes            -- the route table, once read
+local next_standby = 0
+local written           -- ngx.shared.lance_written: key id -> WAL position
+
+-- "X/Y" (hex halves of a WAL position) as a number: exact below 2^53.
+local function lsn_number(text)
+	local hi, lo = (text or ""):match("^(%x+)/(%x+)$")
+	if not hi then
+		return nil
+	end
+	return tonumber(hi, 16) * 4294967296 + tonumber(lo, 16)
+end
+
+local function split(path)
+	local segments = {}
+	for segment in (path .. "/"):gmatch("([^/]*)/") do
+		segments[#segments + 1] = segment
+	end
+	return segments
+end
+
+local function load_routes(deadline)
+	local rows = primary:call(ROUTES_SQL, {}, deadline)
+	for _, s in ipairs(standbys) do
+		if rows then
+			break
+		end
+		rows = s.pool:call(ROUTES_SQL, {}, deadline)
+	end
+	if not rows then
+		return nil
+	end
+	local table_ = {}
+	for _, row in ipairs(rows) do
+		local placeholders = select(2, row[2]:gsub("{", ""))
+		table_[#table_ + 1] = {
+			method = row[1],
+			segments = split(row[2]),
+			placeholders = placeholders,
+			changes = row[3] ~= "false",
+		}
+	end
+	return table_
+end
+
+local function matches(route_segments, segments)
+	if #route_segments ~= #segments then
+		return false
+	end
+	for i, pattern in ipairs(route_segments) do
+		if pattern:sub(1, 1) == "{" then
+			if segments[i] == "" then
+				return false
+			end
+		elseif pattern ~= segments[i] then
+			return false
+		end
+	end
+	return true
+end
+
+-- True when the request runs an operation that does not change the catalog,
+-- as lance_rest() would route it; false when it does, or when it has no
+-- route or a method its route refuses (the primary answers those).
+local function is_read(method, path)
+	if #path > 1 and path:sub(-1) == "/" then
+		path = path:sub(1, -2)
+	end
+	local segments = split(path)
+	local best
+	for _, route in ipairs(routes) do
+		if (not best or route.placeholders < best.placeholders) and matches(route.segments, segments) then
+			best = route
+		end
+	end
+	if not best or (method ~= "POST" and method ~= best.method) then
+		return false
+	end
+	return not best.changes
+end
+
+-- The key id the request names (lnk_ and 12 hex digits), "-" for none: it
+-- only chooses where the key's reads go, the database authenticates.
+local KEY_ID = "^(lnk_" .. ("%x"):rep(12) .. ")_"
+local function request_key()
+	local key = ngx.var.http_x_api_key
+	if not key then
+		key = (ngx.var.http_authorization or ""):match("^[Bb][Ee][Aa][Rr][Ee][Rr]%s+(%S+)")
+	end
+	return key and key:match(KEY_ID) or "-"
+end
+
+-- The primary's WAL insert positions, sampled at each check ({t, lsn},
+-- oldest first), as far back as a lag within the bound needs.
+local samples = {}
+
+local function sample_primary()
+	local rows = primary:call(WAL_SQL, {}, ngx.now() + CHECK_TIMEOUT)
+	ngx.update_time()
+	local lsn = rows and rows[1] and lsn_number(rows[1][1])
+	if not lsn then
+		return
+	end
+	local now = ngx.now()
+	samples[#samples + 1] = { t = now, lsn = lsn }
+	while #samples > 2 and samples[2].t < now - max_lag - 2 * CHECK_INTERVAL do
+		table.remove(samples, 1)
+	end
+end
+
+-- The lag of a standby that has replayed up to <lsn>, by the primary's
+-- samples: 0 when it has reached the newest, else the age of the newest
+-- one it has reached (it has everything the primary wrote until then, and
+-- misses something written since).  nil without a fresh sample (the
+-- primary cannot be reached): the standby's own figure stands.
+local function sampled_lag(lsn)
+	local n = #samples
+	if n == 0 or ngx.now() - samples[n].t > CHECK_TIMEOUT + 2 * CHECK_INTERVAL then
+		return nil
+	end
+	if lsn >= samples[n].lsn then
+		return 0
+	end
+	for i = n - 1, 1, -1 do
+		if lsn >= samples[i].lsn then
+			return ngx.now() - samples[i].t
+		end
+	end
+	return math.huge
+end
+
+local function check(s)
+	local rows, outcome, detail = s.pool:call(CHECK_SQL, {}, ngx.now() + CHECK_TIMEOUT)
+	ngx.update_time()
+	local row = rows and rows[1]
+	if not row then
+		if s.up then
+			ngx.log(ngx.WARN, "lance_gateway: standby ", s.index, " skipped: ", tostring(outcome), " ",
+				type(detail) == "table" and tostring(detail.message) or tostring(detail))
+		end
+		s.up = false
+		return
+	end
+	s.up = true
+	s.in_recovery = row[1] == "true"
+	s.lsn = lsn_number(row[2])
+	-- the larger of the two: a standby cut off from its primary has replayed
+	-- all it received (its own figure is 0) while the primary moves on
+	s.lag = math.max(tonumber(row[3]) or math.huge, s.lsn and sampled_lag(s.lsn) or 0)
+	s.checked = ngx.now()
+end
+
+local function checker(premature)
+	if premature then
+		return
+	end
+	sample_primary()
+	for _, s in ipairs(standbys) do
+		check(s)
+	end
+	local ok, err = ngx.timer.at(CHECK_INTERVAL, checker)
+	if not ok then
+		ngx.log(ngx.ERR, "lance_gateway: cannot schedule the standby check: ", err)
+	end
+end
+
+-- init_worker{primary, read_url_file, max_lag, connections}: the primary's
+-- pool (lance_gateway's), and a pool of <connections> per standby named in
+-- read_url_file (URIs separated by white space; none: every request goes
+-- to the primary, as without this module).
+function M.init_worker(conf)
+	primary = conf.primary
+	max_lag = conf.max_lag or max_lag
+	written = ngx.shared.lance_written
+	local f = conf.read_url_file and io.open(conf.read_url_file, "r")
+	local text = f and f:read("*a") or ""
+	if f then
+		f:close()
+	end
+	for url in text:gmatch("%S+") do
+		standbys[#standbys + 1] = {
+			index = #standbys + 1,
+			pool = lance_db.new_pool({
+				name = "standby " .. (#standbys + 1),
+				conninfo = url,
+				size = conf.connections,
+				thread_pool = "lance_db_read",
+				connect_timeout = CHECK_TIMEOUT,
+			}),
+			up = false,
+			lag = math.huge,
+			checked = 0,
+		}
+	end
+	if #standbys > 0 then
+		assert(written, "lance_gateway: lua_shared_dict lance_written is missing")
+		assert(ngx.timer.at(0, checker))
+	end
+end
+
+-- A standby that may serve a read needing WAL position <need> (nil: any):
+-- up, in recovery, within the lag bound (its lag when checked plus the time
+-- since), and past <need>.  Round robin over those.
+local function pick(need)
+	local now = ngx.now()
+	local fit = {}
+	for _, s in ipairs(standbys) do
+		if s.up and s.in_recovery and s.lsn and s.lag + (now - s.checked) <= max_lag
+			and (not need or s.lsn >= need) then
+			fit[#fit + 1] = s
+		end
+	end
+	if #fit == 0 then
+		return nil
+	end
+	next_standby = next_standby + 1
+	return fit[next_standby % #fit + 1]
+end
+
+-- Remember that <key> changed the catalog: its reads wait for this
+-- position.  Without it (the primary did not answer) its reads go to the
+-- primary until the entry expires.
+local function remember(key, deadline)
+	local rows = primary:call(WAL_SQL, {}, deadline)
+	local lsn = rows and rows[1] and lsn_number(rows[1][1]) or math.huge
+	-- an entry older than the lag bound no longer matters: every standby
+	-- within it has replayed past it
+	local ttl = max_lag + 10
+	local old = written:get(key)
+	if not old or old < lsn then
+		local ok, err = written:set(key, lsn, ttl)
+		if not ok then
+			ngx.log(ngx.ERR, "lance_gateway: cannot remember a write of ", key, ": ", err)
+		end
+	end
+end
+
+-- call(sql, params, deadline): run lance_rest (params: method, path, ...)
+-- where it belongs.  Answers what lance_db's pool:call answers.
+function M.call(sql, params, deadline)
+	if #standbys == 0 then
+		return primary:call(sql, params, deadline)
+	end
+	if not routes then
+		routes = load_routes(deadline)
+	end
+	local method, path = params[1], params[2]
+	local key = request_key()
+	if routes and is_read(method, path) then
+		local s = pick(written:get(key))
+		if s then
+			local rows, outcome, detail = s.pool:call(sql, params, deadline)
+			local status = rows and rows[1] and tonumber(rows[1][1])
+			-- 401: a key made since the standby's last replay is not there yet
+			if status and status ~= 503 and status ~= 401 then
+				return rows
+			end
+			if not rows and outcome ~= "error" then
+				s.up = false
+			end
+			ngx.log(ngx.WARN, "lance_gateway: a read failed on standby ", s.index, " (",
+				tostring(outcome or status), " ", type(detail) == "table" and tostring(detail.message)
+				or tostring(detail or ""), "); sent to the primary")
+		end
+		return primary:call(sql, params, deadline)
+	end
+	local rows, outcome, detail = primary:call(sql, params, deadline)
+	local status = rows and rows[1] and tonumber(rows[1][1])
+	if status and status >= 200 and status < 300 then
+		-- the key the database authenticated (key_id), "-" without one
+		local id = rows[1][4]
+		remember(type(id) == "string" and id ~= "" and id or key, deadline)
+	end
+	return rows, outcome, detail
+end
+
+return M

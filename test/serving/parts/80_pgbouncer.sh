@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2153 # PORT is run.sh's
+# Sourced by test/serving/run.sh.  The gateway through PgBouncer (Debian's)
+# in transaction pooling mode: each transaction may run on another server
+# connection, and the gateway's 8 connections share 2 of the server's.  The
+# requests of a client session (create a namespace, declare a table, create
+# its versions, list, describe) answer as without the pooler, and so do 40
+# concurrent reads; a statement_timeout the gateway sets for one request
+# stays in its transaction (no server connection keeps it).
+# shellcheck source=test/serving/replication.sh
+source "$SERVING_DIR/replication.sh"
+
+B80_DIR="$WORK/pgbouncer80"
+B80_PORT="$(find_free_port 6500)"
+repl_bouncer "$B80_DIR" "$B80_PORT" "$SOCK" "$PORT" "$DB" lance_gateway postgres
+gw_up pgbouncer LN_DATABASE_URL="postgresql://lance_gateway@127.0.0.1:$B80_PORT/$DB" LN_GATEWAY_CONNECTIONS=8 ||
+	return 0
+
+# b80 <method> <path> [body]: "<status> <body>" of one request with KEY.
+b80() {
+	local method="$1" path="$2" body="${3:-}" args out
+	args=(-sS --max-time 30 -w '\n%{http_code}' -X "$method" -H "x-api-key: $KEY")
+	[[ -n "$body" ]] && args+=(-H 'content-type: application/json' --data-binary "$body")
+	out="$(curl "${args[@]}" "$GW$path" 2>&1)" || out=$'curl failed\n000'
+	printf '%s %s' "${out##*$'\n'}" "${out%$'\n'*}"
+}
+# b80_check <label> <status> <body substring> <method> <path> [body]
+b80_check() {
+	local label="$1" status="$2" want="$3" answer
+	shift 3
+	answer="$(b80 "$@")"
+	if [[ "$answer" == "$status "* && "$answer" == *"$want"* ]]; then
+		pass "through PgBouncer: $label"
+	else
+		fail "through PgBouncer: $label (expected $status with $want)" "$answer"
+	fi
+}
+
+b80_check "CreateNamespace" 200 '"properties"' POST /v1/namespace/ns%24pgb/create '{"properties": {"via": "pgbouncer"}}'
+b80_check "DeclareTable" 200 '"location":"s3://serving/pgb.lance"' POST /v1/table/ns%24pgb%24t/declare \
+	'{"location": "s3://serving/pgb.lance"}'
+for v in 1 2 3; do
+	b80_check "CreateTableVersion $v" 200 "\"version\":$v" POST /v1/table/ns%24pgb%24t/version/create \
+		"{\"version\": $v, \"manifest_path\": \"serving/pgb.lance/_versions/$v.manifest\"}"
+done
+b80_check "ListNamespaces" 200 '"pgb"' GET /v1/namespace/ns/list
+b80_check "ListTables" 200 '"t"' GET /v1/namespace/ns%24pgb/table/list
+b80_check "DescribeNamespace" 200 '"via":"pgbouncer"' POST /v1/namespace/ns%24pgb/describe
+b80_check "DescribeTable" 200 '"location":"s3://serving/pgb.lance"' POST /v1/table/ns%24pgb%24t/describe
+b80_check "DescribeTableVersion: the latest" 200 '"version":3' POST /v1/table/ns%24pgb%24t/version/describe
+b80_check "ListTableVersions" 200 '"version":2' POST /v1/table/ns%24pgb%24t/version/list
+b80_check "a duplicate CreateNamespace is 409" 409 '"code":2' POST /v1/namespace/ns%24pgb/create '{}'
+
+b80_out="$WORK/pgbouncer80.out"
+: >"$b80_out"
+b80_pids=()
+for i in $(seq 40); do
+	{ b80 POST /v1/table/ns%24pgb%24t/describe | cut -d' ' -f1 >>"$b80_out"; } &
+	b80_pids+=($!)
+done
+for pid in "${b80_pids[@]}"; do wait "$pid" || true; done
+check "through PgBouncer: 40 concurrent DescribeTable all answer 200" "40" "$(grep -c '^200$' "$b80_out")"
+
+# The pooler really pooled: PgBouncer's server connections for the gateway
+# (its admin console, SHOW SERVERS) are at most its pool of 2, whatever the
+# gateway holds.
+b80_servers="$("$PG_BIN/psql" -X -q -At -F ' ' -h 127.0.0.1 -p "$B80_PORT" -U postgres -d pgbouncer -c 'SHOW SERVERS' |
+	awk -v db="$DB" '$2 == "lance_gateway" && $3 == db' | wc -l)"
+if ((b80_servers >= 1 && b80_servers <= 2)); then
+	pass "the gateway's requests ran on PgBouncer's pool ($b80_servers server connections)"
+else
+	fail "the gateway's requests ran on PgBouncer's pool (1 or 2 server connections)" "got $b80_servers"
+fi
+# The request's statement_timeout was its transaction's (set_config local):
+# a later transaction on the same server connections has the default.
+check "no statement_timeout left on the pooled server connections" 0 \
+	"$("$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p "$B80_PORT" -U lance_gateway -d "$DB" -c 'SHOW statement_timeout')"
+gw_down
+repl_cleanup
