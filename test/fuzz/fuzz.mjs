@@ -228,6 +228,7 @@ function repro(q) {
     case "keyfn":
       return `SELECT ${q.fn}(${lit(q.a)});`;
     case "internal":
+      if (q.fn === "reconcile_versions") return `SELECT lance_reconcile_versions(${q.a ?? "NULL"}, ${q.b ?? "NULL"});`;
       return q.fn === "local_path" ? `SELECT lance_catalog.local_path(${lit(q.a)});` : `SELECT lance_catalog.change_in_flight(${q.a ?? "NULL"}, ${q.b ?? "NULL"});`;
   }
 }
@@ -573,7 +574,7 @@ async function main() {
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
      WHERE p.proname LIKE 'lance\\_%' AND pg_function_is_visible(p.oid) ORDER BY 1`);
   const jsonFns = fns.filter((f) => f.args === "request jsonb").map((f) => f.proname);
-  const known = new Set(["lance_rest", "lance_changes", "lance_create_api_key", "lance_revoke_api_key"]);
+  const known = new Set(["lance_rest", "lance_changes", "lance_create_api_key", "lance_revoke_api_key", "lance_reconcile_versions"]);
   const noarg = fns.filter((f) => !known.has(f.proname) && f.pronargs === 0).map((f) => f.proname);
   const uncovered = fns.filter((f) => f.args !== "request jsonb" && !known.has(f.proname) && !noarg.includes(f.proname));
   const logStart = LOG ? logSize() : null;

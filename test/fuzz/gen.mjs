@@ -464,6 +464,10 @@ export class Gen {
     const r = this.r;
     if (r.chance(0.5)) return { kind: "internal", fn: "local_path", a: r.chance(0.8) ? this.location() : this.str(), b: null };
     const n = () => (r.chance(0.9) ? r.pick(["0", "1", "-1", "100", "9223372036854775807", null]) : "-9223372036854775808");
+    // the administrator's reconciliation of cleaned-up versions: any table
+    // id to start after, any count of tables (bounded or refused)
+    if (r.chance(0.3))
+      return { kind: "internal", fn: "reconcile_versions", a: n(), b: r.pick(["0", "1", "-1", "100", "2147483647", "-2147483648", null]) };
     return { kind: "internal", fn: "change_in_flight", a: n(), b: n() };
   }
 

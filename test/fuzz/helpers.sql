@@ -126,6 +126,14 @@ BEGIN
             PERFORM fuzz.refuse('argument', SQLERRM);
         END;
         answer := textsend(to_json(lance_catalog.local_path(ta))::text);
+    ELSIF fn = 'reconcile_versions' THEN
+        BEGIN
+            lo := convert_from(a, 'UTF8')::bigint;
+            hi := convert_from(b, 'UTF8')::integer;
+        EXCEPTION WHEN others THEN
+            PERFORM fuzz.refuse('argument', SQLERRM);
+        END;
+        answer := textsend(lance_reconcile_versions(lo, hi::integer)::text);
     ELSE
         BEGIN
             lo := convert_from(a, 'UTF8')::bigint;

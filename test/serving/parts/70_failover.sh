@@ -27,7 +27,6 @@ F70_SOCK="$WORK/run70"
 F70_PPORT="$(find_free_port $((PORT + 20)))"
 CLUSTERS+=("$F70_STANDBY" "$F70_PRIMARY")
 repl_primary "$F70_PRIMARY" "$F70_PPORT" "$F70_SOCK"
-F70_SPORT="$(find_free_port $((F70_PPORT + 1)))"
 f70p() { repl_psql "$F70_SOCK" "$F70_PPORT" -d "$F70_DB" "$@"; }
 f70s() { repl_psql "$F70_SOCK" "$F70_SPORT" -d "$F70_DB" "$@"; }
 repl_psql "$F70_SOCK" "$F70_PPORT" -d postgres -c "CREATE DATABASE $F70_DB"
@@ -37,6 +36,8 @@ SELECT lance_create_namespace('{"id": ["f"]}');
 SQL
 ensure_gateway_role -h "$F70_SOCK" -p "$F70_PPORT" -U postgres -d "$F70_DB"
 F70_KEY="$(create_api_key lance_admin -h "$F70_SOCK" -p "$F70_PPORT" -U postgres -d "$F70_DB")"
+# chosen just before the standby binds it, so that little can take it meanwhile
+F70_SPORT="$(find_free_port $((F70_PPORT + 1)))"
 repl_standby "$F70_SOCK" "$F70_PPORT" "$F70_STANDBY" "$F70_SPORT" "$F70_SOCK" serving_s70
 repl_wait_streaming "$F70_SOCK" "$F70_PPORT" serving_s70
 repl_set_sync "$F70_SOCK" "$F70_PPORT" serving_s70
