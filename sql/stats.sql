@@ -103,3 +103,13 @@ SELECT lance_drop_namespace('{"id": ["st_a", "b"]}') IS NOT NULL AS dropped;
 SELECT lance_drop_namespace('{"id": ["st_a"]}') IS NOT NULL AS dropped;
 DROP ROLE regress_stats_user;
 DROP ROLE regress_stats_admin;
+
+-- lance_library_version(): the loaded library's version, which the
+-- gateway's /readyz compares with the installed extension's; any role may
+-- ask (the gateway's role holds no other right)
+CREATE ROLE regress_stats_nobody;
+SET ROLE regress_stats_nobody;
+SELECT lance_library_version() = (SELECT extversion FROM pg_extension WHERE extname = 'lance_namespace') AS library_matches,
+       lance_library_version() ~ '^[0-9]+\.[0-9]+\.[0-9]+$' AS is_a_version;
+RESET ROLE;
+DROP ROLE regress_stats_nobody;
