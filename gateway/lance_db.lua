@@ -27,8 +27,9 @@
 --                         call is never sent twice (a commit must not be).
 --
 -- Every call runs in one implicit transaction (one round trip) whose first
--- statement sets statement_timeout to the time left, for this transaction
--- only (set_config(..., true)): past the deadline the database cancels the
+-- statement sets statement_timeout to the time left and application_name
+-- to the caller's (lance_gateway/<request id>), for this transaction only
+-- (set_config(..., true)): past the deadline the database cancels the
 -- statement and rolls the transaction back whole.  The statements are named
 -- prepared statements (lance_db_<md5 of the text>), prepared on a
 -- connection the first time it runs them, and sent as one pipeline (Bind

@@ -11,6 +11,12 @@
 -- the request's API key and runs the request as the key's role, and answers
 -- the id of the key it authenticated, which the gateway writes to its access
 -- log (never an id merely sent: "lnk_<someone's id>_junk" is logged as "-").
+--
+-- Beside /v1/: GET /healthz (nginx answers it alone), GET /readyz (the
+-- database answers, at the library's version), GET /metrics (Prometheus's
+-- text format, for an administrator's key).  Every request has an id
+-- (request_id), answered as X-Request-Id, logged, and carried into the
+-- database as application_name lance_gateway/<id> and header x-request-id.
 local cjson = require("cjson.safe")
 local lance_db = require("lance_db")
 local replicas = require("lance_replicas")
