@@ -27,8 +27,9 @@
 --                         call is never sent twice (a commit must not be).
 --
 -- Every call runs in one implicit transaction (one round trip) whose first
--- statement sets statement_timeout to the time left, for this transaction
--- only (set_config(..., true)): past the deadline the database cancels the
+-- statement sets statement_timeout to the time left and application_name
+-- to the caller's (lance_gateway/<request id>), for this transaction only
+-- (set_config(..., true)): past the deadline the database cancels the
 -- statement and rolls the transaction back whole.  The statements are named
 -- prepared statements (lance_db_<md5 of the text>), prepared on a
 -- connection the first time it runs them, and sent as one pipeline (Bind
@@ -249,9 +250,14 @@ local function run_query(conn, text, hard_deadline_ms)
 	return "ok", rows
 end
 
--- The prepared statement that sets the call's statement_timeout.
-local TIMEOUT_STATEMENT = "lance_db_timeout"
-local TIMEOUT_SQL = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
+-- The prepared statement that sets the call's statement_timeout and its
+-- application_name ("lance_gateway/<request id>": the database's log lines
+-- of the call show it through %a in log_line_prefix), both for this
+-- transaction only (a pooler in transaction mode is safe).
+local TIMEOUT_STATEMENT = "lance_db_settings"
+local TIMEOUT_SQL = "SELECT pg_catalog.set_config('statement_timeout', $1, true),"
+	.. " pg_catalog.set_config('application_name', $2, true)"
+local DEFAULT_APPLICATION_NAME = "lance_gateway"
 
 local function error_of(res)
 	return {
@@ -271,7 +277,7 @@ end
 -- (the connection does not keep prepared statements: a pooler in
 -- transaction mode; nothing ran).  prepared: names prepared on conn, kept
 -- up to date.
-local function run_pipeline(conn, name, template, params, left_ms, prepared, hard_deadline_ms)
+local function run_pipeline(conn, name, template, params, left_ms, prepared, hard_deadline_ms, app_name)
 	local n = #params
 	local keep = {}
 	local values = ffi.new("const char *[?]", math.max(n, 1))
@@ -281,9 +287,10 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 			values[i - 1] = keep[i]
 		end
 	end
-	local timeout_value = ffi.new("const char *[1]")
+	local timeout_value = ffi.new("const char *[2]")
 	local left_text = tostring(left_ms)
 	timeout_value[0] = left_text
+	timeout_value[1] = app_name
 	local steps = {}
 	if pq.PQenterPipelineMode(conn) ~= 1 then
 		return "not_sent", conn_error(conn)
@@ -294,10 +301,10 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 		steps[#steps + 1] = { prepare = name }
 	end
 	if not prepared[TIMEOUT_STATEMENT] then
-		sent = sent and pq.PQsendPrepare(conn, TIMEOUT_STATEMENT, TIMEOUT_SQL, 1, nil) == 1
+		sent = sent and pq.PQsendPrepare(conn, TIMEOUT_STATEMENT, TIMEOUT_SQL, 2, nil) == 1
 		steps[#steps + 1] = { prepare = TIMEOUT_STATEMENT }
 	end
-	sent = sent and pq.PQsendQueryPrepared(conn, TIMEOUT_STATEMENT, 1, timeout_value, nil, nil, 0) == 1
+	sent = sent and pq.PQsendQueryPrepared(conn, TIMEOUT_STATEMENT, 2, timeout_value, nil, nil, 0) == 1
 	steps[#steps + 1] = {}
 	sent = sent and pq.PQsendQueryPrepared(conn, name, n, values, nil, nil, 0) == 1
 	steps[#steps + 1] = { rows = true }
@@ -375,8 +382,10 @@ end
 -- afterwards, the outcome (see the top of this file), the statements then
 -- prepared on it, and true when the connection turned out not to keep
 -- prepared statements.
-local function thread_call(addr, conninfo, connect_timeout, name, template, params, timeout_ms, prepared)
+local function thread_call(addr, conninfo, connect_timeout, name, template, params, timeout_ms, prepared,
+	app_name)
 	load_libpq()
+	app_name = app_name or DEFAULT_APPLICATION_NAME
 	local started = now_ms()
 	local conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
 	local use_prepared = prepared ~= false
@@ -404,7 +413,8 @@ local function thread_call(addr, conninfo, connect_timeout, name, template, para
 		local hard_deadline = started + timeout_ms + GRACE_MS
 		local outcome, value
 		if use_prepared then
-			outcome, value = run_pipeline(conn, name, template, params, left, prepared, hard_deadline)
+			outcome, value = run_pipeline(conn, name, template, params, left, prepared, hard_deadline,
+				app_name)
 			if outcome == "pooler" then
 				-- nothing ran: send it as a query text, now and from now on
 				use_prepared, pooler = false, true
@@ -413,10 +423,12 @@ local function thread_call(addr, conninfo, connect_timeout, name, template, para
 		end
 		if not use_prepared then
 			local body, err = build_query(conn, template, params)
-			if not body then
-				return address(conn), "error", { sqlstate = "22021", message = err }, prepared, pooler
+			local settings = body and build_query(conn, TIMEOUT_SQL, { tostring(left), app_name })
+			if not body or not settings then
+				return address(conn), "error", { sqlstate = "22021", message = err or "cannot escape" },
+					prepared, pooler
 			end
-			local text = "SELECT pg_catalog.set_config('statement_timeout', '" .. left .. "', true);" .. body
+			local text = settings .. ";" .. body
 			if pq.PQsendQuery(conn, text) == 1 then
 				outcome, value = run_query(conn, text, hard_deadline)
 			else
@@ -453,6 +465,20 @@ end
 local Pool = {}
 Pool.__index = Pool
 
+-- The gauges of /metrics (lance_gateway.metrics): each worker writes its
+-- pools' connections in use and requests waiting for one into the shared
+-- dict lance_metrics under its worker id, which a restarted worker takes
+-- over (and so overwrites the figures of the one it replaces).
+local function publish(pool)
+	local metrics = ngx.shared.lance_metrics
+	if not metrics then
+		return
+	end
+	local suffix = "\t" .. pool.name .. "\t" .. tostring(ngx.worker.id() or 0)
+	metrics:set("g\tin_use" .. suffix, pool.size - #pool.free)
+	metrics:set("g\twaiting" .. suffix, pool.waiting)
+end
+
 -- new_pool{name, conninfo, size, thread_pool, connect_timeout}: size
 -- connections at most for this worker (made on first use).  Call from
 -- init_worker_by_lua.
@@ -473,33 +499,43 @@ function M.new_pool(opts)
 		-- false once a connection did not keep prepared statements (a
 		-- pooler in transaction mode): query texts from then on
 		prepare = true,
+		waiting = 0,
 	}, Pool)
 	for i = 1, opts.size do
 		pool.free[i] = { addr = 0, prepared = {} }
 	end
+	publish(pool)
 	return pool
 end
 
--- pool:call(template, params, deadline): run the query text template (with
--- $1.. for params, false for NULL) before deadline (ngx.now() seconds).
--- Answers rows, or nil, outcome, detail (see the top of this file).
-function Pool:call(template, params, deadline)
+-- pool:call(template, params, deadline, app_name, no_wait): run the query
+-- text template (with $1.. for params, false for NULL) before deadline
+-- (ngx.now() seconds), with application_name app_name for its transaction
+-- (default "lance_gateway"); with no_wait, only if a connection is free
+-- at once.  Answers rows, or nil, outcome, detail (see the top of this
+-- file).
+function Pool:call(template, params, deadline, app_name, no_wait)
 	local left = deadline - ngx.now()
 	if left <= 0 then
 		return nil, "busy", "the request's time ran out before a database connection was free"
 	end
-	local ok, err = self.sema:wait(left)
+	self.waiting = self.waiting + 1
+	publish(self)
+	local ok, err = self.sema:wait(no_wait and 0 or left)
+	self.waiting = self.waiting - 1
 	if not ok then
+		publish(self)
 		return nil, "busy", "no database connection became free in time (" .. tostring(err) .. ")"
 	end
 	local slot = table.remove(self.free)
+	publish(self)
 	ngx.update_time()
 	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
 	local connect_timeout = math.max(2, math.min(self.connect_timeout, math.ceil(timeout_ms / 1000)))
 	local name = "lance_db_" .. ngx.md5(template)
 	local tok, addr, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
 		"thread_call", slot.addr, self.conninfo, connect_timeout, name, template, params, timeout_ms,
-		self.prepare and slot.prepared)
+		self.prepare and slot.prepared, app_name or false)
 	if tok then
 		slot.addr = addr
 		slot.prepared = prepared or {}
@@ -513,6 +549,7 @@ function Pool:call(template, params, deadline)
 		outcome, value = "not_sent", "cannot run the database call: " .. tostring(addr)
 	end
 	self.free[#self.free + 1] = slot
+	publish(self)
 	self.sema:post(1)
 	if outcome == "ok" then
 		return value

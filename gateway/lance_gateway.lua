@@ -11,6 +11,12 @@
 -- the request's API key and runs the request as the key's role, and answers
 -- the id of the key it authenticated, which the gateway writes to its access
 -- log (never an id merely sent: "lnk_<someone's id>_junk" is logged as "-").
+--
+-- Beside /v1/: GET /healthz (nginx answers it alone), GET /readyz (the
+-- database answers, at the library's version), GET /metrics (Prometheus's
+-- text format, for an administrator's key).  Every request has an id
+-- (request_id), answered as X-Request-Id, logged, and carried into the
+-- database as application_name lance_gateway/<id> and header x-request-id.
 local cjson = require("cjson.safe")
 local lance_db = require("lance_db")
 local replicas = require("lance_replicas")
@@ -24,6 +30,17 @@ local request_timeout = 30
 
 local SQL = "SELECT status, response_headers::text, response_body, key_id"
 	.. " FROM lance_rest($1, $2, $3, $4, $5::jsonb)"
+
+-- The application_name of a request's database transaction: this and its
+-- request id, so that log_line_prefix's %a puts the id on every line the
+-- database writes for the request (PostgreSQL keeps 63 bytes of it: the
+-- first 49 characters of an id).
+local APPLICATION_PREFIX = "lance_gateway/"
+
+-- A request id the client sent (X-Request-Id) is kept when it is sane: 1
+-- to 128 printable ASCII characters, no space; else the request gets a
+-- fresh one (nginx's $request_id: 32 hex digits of 16 random bytes).
+local REQUEST_ID_MAX = 128
 
 -- How soon a client may try again after a 503, in seconds (Retry-After).
 local RETRY_AFTER = "1"
@@ -59,7 +76,21 @@ function M.init_worker(conf)
 	})
 end
 
+-- The Lance code of an error answer's body ({"code": N, ...}), for the
+-- access log's "code" and the metrics' lance_errors_total.
+local function note_code(status, body)
+	if status < 400 or type(body) ~= "string" then
+		return
+	end
+	local decoded = cjson.decode(body)
+	local code = type(decoded) == "table" and tonumber(decoded.code)
+	if code and code >= 0 and code == math.floor(code) then
+		ngx.var.lance_code = tostring(code)
+	end
+end
+
 local function reply(status, headers, body)
+	note_code(status, body)
 	ngx.status = status
 	for name, value in pairs(headers) do
 		ngx.header[name] = value
@@ -128,7 +159,8 @@ end
 -- must not run twice.
 local function call(method, path, query, body, headers)
 	local deadline = ngx.req.start_time() + request_timeout
-	return replicas.call(SQL, { method, path, query, body or false, headers }, deadline)
+	return replicas.call(SQL, { method, path, query, body or false, headers }, deadline,
+		APPLICATION_PREFIX .. ngx.var.lance_request_id)
 end
 
 local function refuse(status, code, message)
@@ -182,10 +214,27 @@ local function refusal(body)
 	return nil
 end
 
-function M.handle()
+-- The request's headers for lance_rest, as JSON text, with its request id;
+-- nil when it carries more than MAX_HEADERS.
+local function headers_json()
 	-- get_headers answers "truncated" as a second value when there were more
 	local request_headers, truncated = ngx.req.get_headers(MAX_HEADERS)
 	if truncated then
+		return nil
+	end
+	local headers = {}
+	for name, value in pairs(request_headers) do
+		headers[name] = type(value) == "table" and table.concat(value, ", ") or value
+	end
+	-- the change log keeps the request's id among its headers: the client's
+	-- when sane, else the gateway's own
+	headers["x-request-id"] = ngx.var.lance_request_id
+	return cjson.encode(headers)
+end
+
+function M.handle()
+	local headers = headers_json()
+	if not headers then
 		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
 	end
 	ngx.req.read_body()
@@ -207,14 +256,14 @@ function M.handle()
 		return refuse(status, code, message)
 	end
 
-	local headers = {}
-	for name, value in pairs(request_headers) do
-		headers[name] = type(value) == "table" and table.concat(value, ", ") or value
-	end
-
 	local path = ngx.var.request_uri:match("^[^?]*")
-	local rows, outcome, detail = call(ngx.req.get_method(), path, ngx.var.args or "", body,
-		cjson.encode(headers))
+	local method = ngx.req.get_method()
+	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers)
+	-- the access log's and the metrics' operation (lance_replicas)
+	if rows then
+		replicas.ensure_routes(ngx.req.start_time() + request_timeout)
+	end
+	ngx.var.lance_operation = replicas.operation(method, path) or "-"
 	if not rows then
 		if outcome == "error" then
 			return database_error(detail)
@@ -237,6 +286,195 @@ function M.handle()
 		ngx.var.lance_key_id = key_id
 	end
 	return reply(status, cjson.decode(response_headers) or {}, response_body)
+end
+
+-- The request's id (set_by_lua in nginx.conf.in, $lance_request_id): the
+-- client's X-Request-Id when sane, else a fresh one.
+function M.request_id()
+	local id = ngx.var.http_x_request_id
+	if id and #id >= 1 and #id <= REQUEST_ID_MAX and not id:find("[^\33-\126]") then
+		return id
+	end
+	return ngx.var.request_id
+end
+
+-- Counted per gateway (its workers share the dict lance_metrics, which
+-- outlives a worker's restart): each /v1/ request by operation and status,
+-- its duration in a histogram by operation, and each Lance error code
+-- answered.  Run in the log phase (log_by_lua), after the answer.
+local BUCKETS = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 }
+
+function M.log()
+	local metrics = ngx.shared.lance_metrics
+	if not metrics or (ngx.var.uri or ""):sub(1, 4) ~= "/v1/" then
+		return
+	end
+	local operation = ngx.var.lance_operation
+	if not operation or operation == "-" then
+		operation = "none"
+	end
+	local seconds = tonumber(ngx.var.request_time) or 0
+	metrics:incr("r\t" .. operation .. "\t" .. (ngx.var.status or "0"), 1, 0)
+	for i, le in ipairs(BUCKETS) do
+		if seconds <= le then
+			metrics:incr("b\t" .. operation .. "\t" .. i, 1, 0)
+		end
+	end
+	metrics:incr("n\t" .. operation, 1, 0)
+	metrics:incr("s\t" .. operation, seconds, 0)
+	local code = ngx.var.lance_code
+	if code and code ~= "null" then
+		metrics:incr("e\t" .. code, 1, 0)
+	end
+end
+
+-- GET /metrics: the counts above and the gauges of lance_db (connections in
+-- use, requests waiting for one) in Prometheus's text format, for a key of
+-- an administrator: the database decides, by GET /v1/stats (lance_stats(),
+-- an administrator's), asked with the request's headers; its 401 or 403 is
+-- the answer otherwise.
+local function sorted_keys(set)
+	local list = {}
+	for k in pairs(set) do
+		list[#list + 1] = k
+	end
+	table.sort(list)
+	return list
+end
+
+local function render()
+	local metrics = ngx.shared.lance_metrics
+	local requests, counts, sums, buckets, errors, gauges = {}, {}, {}, {}, {}, {}
+	for _, key in ipairs(metrics:get_keys(0)) do
+		local value = metrics:get(key) or 0
+		-- g<TAB>name<TAB>pool<TAB>worker: the worker's id is summed over
+		local kind, a, b = key:match("^(%a)\t([^\t]*)\t?([^\t]*)")
+		if kind == "r" then
+			requests[a .. "\t" .. b] = value
+		elseif kind == "n" then
+			counts[a] = value
+		elseif kind == "s" then
+			sums[a] = value
+		elseif kind == "b" then
+			buckets[a .. "\t" .. b] = value
+		elseif kind == "e" then
+			errors[a] = value
+		elseif kind == "g" then
+			gauges[a .. "\t" .. b] = (gauges[a .. "\t" .. b] or 0) + value
+		end
+	end
+	local out = {
+		"# HELP lance_requests_total Requests to /v1/ answered, by the spec's operation and HTTP status.",
+		"# TYPE lance_requests_total counter",
+	}
+	for _, key in ipairs(sorted_keys(requests)) do
+		local operation, status = key:match("^([^\t]*)\t(.*)$")
+		out[#out + 1] = string.format('lance_requests_total{operation="%s",status="%s"} %d', operation, status,
+			requests[key])
+	end
+	out[#out + 1] = "# HELP lance_request_duration_seconds Time from a request's arrival to its answer, by operation."
+	out[#out + 1] = "# TYPE lance_request_duration_seconds histogram"
+	for _, operation in ipairs(sorted_keys(counts)) do
+		for i, le in ipairs(BUCKETS) do
+			out[#out + 1] = string.format('lance_request_duration_seconds_bucket{operation="%s",le="%s"} %d',
+				operation, tostring(le), buckets[operation .. "\t" .. i] or 0)
+		end
+		out[#out + 1] = string.format('lance_request_duration_seconds_bucket{operation="%s",le="+Inf"} %d',
+			operation, counts[operation])
+		out[#out + 1] = string.format('lance_request_duration_seconds_sum{operation="%s"} %.6f', operation,
+			sums[operation] or 0)
+		out[#out + 1] = string.format('lance_request_duration_seconds_count{operation="%s"} %d', operation,
+			counts[operation])
+	end
+	out[#out + 1] = "# HELP lance_errors_total Error answers by Lance error code."
+	out[#out + 1] = "# TYPE lance_errors_total counter"
+	for _, code in ipairs(sorted_keys(errors)) do
+		out[#out + 1] = string.format('lance_errors_total{code="%s"} %d', code, errors[code])
+	end
+	for _, gauge in ipairs({ { "in_use", "lance_db_connections_in_use", "Database connections running a call now." },
+		{ "waiting", "lance_db_connections_waiting", "Calls waiting for a free database connection." } }) do
+		out[#out + 1] = "# HELP " .. gauge[2] .. " " .. gauge[3]
+		out[#out + 1] = "# TYPE " .. gauge[2] .. " gauge"
+		for _, key in ipairs(sorted_keys(gauges)) do
+			local name, pool_name = key:match("^([^\t]*)\t(.*)$")
+			if name == gauge[1] then
+				out[#out + 1] = string.format('%s{pool="%s"} %d', gauge[2], pool_name, gauges[key])
+			end
+		end
+	end
+	return table.concat(out, "\n") .. "\n"
+end
+
+local STATS_SQL = "SELECT status, response_headers::text, response_body, key_id"
+	.. " FROM lance_rest('GET', '/v1/stats', NULL, NULL, $1::jsonb)"
+
+function M.metrics()
+	local headers = headers_json()
+	if not headers then
+		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
+	end
+	local status, code, message = refusal(nil)
+	if status then
+		return refuse(status, code, message)
+	end
+	local rows, outcome, detail = pool:call(STATS_SQL, { headers }, ngx.req.start_time() + request_timeout,
+		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	if not rows then
+		if outcome == "error" then
+			return database_error(detail)
+		end
+		return unavailable(tostring(detail))
+	end
+	local row = rows[1]
+	if not row then
+		return unavailable("lance_rest answered no row")
+	end
+	if type(row[4]) == "string" and row[4] ~= "" then
+		ngx.var.lance_key_id = row[4]
+	end
+	if tonumber(row[1]) ~= 200 then
+		return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
+	end
+	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
+		["cache-control"] = "no-store" }, render())
+end
+
+-- GET /readyz: 200 when the database answers and its extension is at the
+-- version of the library the database loaded (lance_library_version()),
+-- else 503.  Without a key; the body names no host, role or error text.
+local READY_SQL = "SELECT lance_library_version() OPERATOR(pg_catalog.=) (SELECT e.extversion"
+	.. " FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace')"
+local READY_TIMEOUT = 5
+
+function M.readyz()
+	local deadline = ngx.now() + math.min(READY_TIMEOUT, request_timeout)
+	local rows, outcome, detail = pool:call(READY_SQL, {}, deadline,
+		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	local answer = rows and rows[1] and rows[1][1]
+	ngx.header["content-type"] = "application/json"
+	ngx.header["cache-control"] = "no-store"
+	if answer == "t" then
+		ngx.status = 200
+		ngx.print('{"status":"ready"}')
+		return ngx.exit(200)
+	end
+	local reason
+	if rows then
+		reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
+	else
+		ngx.log(ngx.WARN, "lance_gateway: /readyz: ", tostring(outcome), " ",
+			type(detail) == "table" and tostring(detail.message) or tostring(detail))
+		if outcome == "error" and type(detail) == "table" and detail.sqlstate == "42883" then
+			-- no lance_library_version(): an extension older than the library
+			reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
+		else
+			reason = "the catalog database cannot be reached"
+		end
+	end
+	ngx.status = 503
+	ngx.header["retry-after"] = RETRY_AFTER
+	ngx.print('{"status":"not ready","reason":' .. cjson.encode(reason) .. "}")
+	return ngx.exit(503)
 end
 
 return M

@@ -35,7 +35,8 @@ local CHECK_INTERVAL = 0.5
 -- how long a standby check may take (a standby that accepts connections and
 -- never answers must not hold the checker)
 local CHECK_TIMEOUT = 2
-local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::text FROM lance_operations()"
+local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::text, operation_id FROM lance_operations()"
+	.. " WHERE http_path IS NOT NULL"
 local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::text"
 -- A standby's replay position and lag, or not a standby (promoted).
 local CHECK_SQL = [[
@@ -69,8 +70,8 @@ local function split(path)
 	return segments
 end
 
-local function load_routes(deadline)
-	local rows = primary:call(ROUTES_SQL, {}, deadline)
+local function load_routes(deadline, no_wait)
+	local rows = primary:call(ROUTES_SQL, {}, deadline, nil, no_wait)
 	for _, s in ipairs(standbys) do
 		if rows then
 			break
@@ -88,6 +89,7 @@ local function load_routes(deadline)
 			segments = split(row[2]),
 			placeholders = placeholders,
 			changes = row[3] ~= "false",
+			operation = row[4],
 		}
 	end
 	return table_
@@ -109,10 +111,9 @@ local function matches(route_segments, segments)
 	return true
 end
 
--- True when the request runs an operation that does not change the catalog,
--- as lance_rest() would route it; false when it does, or when it has no
--- route or a method its route refuses (the primary answers those).
-local function is_read(method, path)
+-- The route lance_rest() would run the request by (find_route in
+-- src/http/rest.c), or nil: none, or a method its route refuses.
+local function route_of(method, path)
 	if #path > 1 and path:sub(-1) == "/" then
 		path = path:sub(1, -2)
 	end
@@ -124,9 +125,33 @@ local function is_read(method, path)
 		end
 	end
 	if not best or (method ~= "POST" and method ~= best.method) then
-		return false
+		return nil
 	end
-	return not best.changes
+	return best
+end
+
+-- True when the request runs an operation that does not change the catalog;
+-- false when it does, or when it has no route (the primary answers those).
+local function is_read(method, path)
+	local route = route_of(method, path)
+	return route ~= nil and not route.changes
+end
+
+-- The spec's name of the operation a request runs (CreateTableVersion),
+-- by the routes of lance_operations(); nil when the request has none, or
+-- the routes are not read yet: a worker reads them once the database has
+-- answered a request (ensure_routes), one round trip more for that request
+-- alone, and only with a connection free at once (a request never waits
+-- for it); with standbys before its first request.
+function M.operation(method, path)
+	local route = routes and route_of(method, path)
+	return route and route.operation or nil
+end
+
+function M.ensure_routes(deadline)
+	if not routes then
+		routes = load_routes(math.min(deadline, ngx.now() + CHECK_TIMEOUT), true)
+	end
 end
 
 -- The key id the request names (lnk_ and 12 hex digits), "-" for none: it
@@ -285,11 +310,12 @@ local function remember(key, deadline)
 	end
 end
 
--- call(sql, params, deadline): run lance_rest (params: method, path, ...)
--- where it belongs.  Answers what lance_db's pool:call answers.
-function M.call(sql, params, deadline)
+-- call(sql, params, deadline, app_name): run lance_rest (params: method,
+-- path, ...) where it belongs, with application_name app_name.  Answers
+-- what lance_db's pool:call answers.
+function M.call(sql, params, deadline, app_name)
 	if #standbys == 0 then
-		return primary:call(sql, params, deadline)
+		return primary:call(sql, params, deadline, app_name)
 	end
 	if not routes then
 		routes = load_routes(deadline)
@@ -299,7 +325,7 @@ function M.call(sql, params, deadline)
 	if routes and is_read(method, path) then
 		local s = pick(written:get(key))
 		if s then
-			local rows, outcome, detail = s.pool:call(sql, params, deadline)
+			local rows, outcome, detail = s.pool:call(sql, params, deadline, app_name)
 			local status = rows and rows[1] and tonumber(rows[1][1])
 			-- 401: a key made since the standby's last replay is not there yet
 			if status and status ~= 503 and status ~= 401 then
@@ -312,9 +338,9 @@ function M.call(sql, params, deadline)
 				tostring(outcome or status), " ", type(detail) == "table" and tostring(detail.message)
 				or tostring(detail or ""), "); sent to the primary")
 		end
-		return primary:call(sql, params, deadline)
+		return primary:call(sql, params, deadline, app_name)
 	end
-	local rows, outcome, detail = primary:call(sql, params, deadline)
+	local rows, outcome, detail = primary:call(sql, params, deadline, app_name)
 	local status = rows and rows[1] and tonumber(rows[1][1])
 	if status and status >= 200 and status < 300 then
 		-- the key the database authenticated (key_id), "-" without one

@@ -87,9 +87,13 @@ missing_packages() {
 }
 
 # The Debian packages the tests need besides LN_PACKAGES: Node and npm for
-# the end-to-end tests (scripts/test.sh installs them when missing).
+# the end-to-end tests (scripts/test.sh installs them when missing); jq and
+# Prometheus's Python client for test/gateway, which reads the JSON access
+# log and parses /metrics with prometheus_client's own parser (it installs
+# them when missing: LN_GATEWAY_TEST_PACKAGES).
+LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client)
 # shellcheck disable=SC2034 # test.sh's and debian_root.sh's
-LN_TEST_PACKAGES=(nodejs npm)
+LN_TEST_PACKAGES=(nodejs npm "${LN_GATEWAY_TEST_PACKAGES[@]}")
 
 # apt_install <package>...: install with apt, without prompts (a machine
 # without a terminal).  With LN_APT_OFFLINE=1, apt's lists are taken as they

@@ -309,6 +309,12 @@ RETURNS jsonb
 REVOKE EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) TO lance_admin;
 
+-- The version of the library a backend loaded (0.6.0): the gateway's
+-- /readyz is ready only when it equals the installed extension's version
+-- (pg_extension.extversion).  Nothing secret: PUBLIC may call it.
+CREATE FUNCTION lance_library_version() RETURNS text
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
 -- Rights on the catalog: the table this update makes took the default
 -- privileges of the role running it (ALTER DEFAULT PRIVILEGES ... GRANT ALL
 -- ON TABLES TO ...): the same clean-up as a fresh install, over the whole

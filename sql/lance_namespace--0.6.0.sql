@@ -710,6 +710,12 @@ RETURNS jsonb
 REVOKE EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lance_reconcile_versions(bigint, integer) TO lance_admin;
 
+-- The version of the library a backend loaded (0.6.0): the gateway's
+-- /readyz is ready only when it equals the installed extension's version
+-- (pg_extension.extversion).  Nothing secret: PUBLIC may call it.
+CREATE FUNCTION lance_library_version() RETURNS text
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
 -- Callers reach the catalog through the functions only: nobody but the
 -- owner holds rights on its tables and sequences, whatever earlier grants
 -- (0.2.0 had callers granted them) or default privileges gave.  Only the

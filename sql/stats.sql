@@ -103,3 +103,30 @@ SELECT lance_drop_namespace('{"id": ["st_a", "b"]}') IS NOT NULL AS dropped;
 SELECT lance_drop_namespace('{"id": ["st_a"]}') IS NOT NULL AS dropped;
 DROP ROLE regress_stats_user;
 DROP ROLE regress_stats_admin;
+
+-- lance_library_version(): the loaded library's version, which the
+-- gateway's /readyz compares with the installed extension's; any role may
+-- ask (the gateway's role holds no other right)
+CREATE ROLE regress_stats_nobody;
+SET ROLE regress_stats_nobody;
+SELECT lance_library_version() = (SELECT extversion FROM pg_extension WHERE extname = 'lance_namespace') AS library_matches,
+       lance_library_version() ~ '^[0-9]+\.[0-9]+\.[0-9]+$' AS is_a_version;
+RESET ROLE;
+DROP ROLE regress_stats_nobody;
+
+-- over REST, GET /v1/stats answers lance_stats() to an administrator's key
+-- alone (the gateway's /metrics asks it: the database says who may read
+-- the metrics); GET only
+CREATE ROLE regress_stats_admin2 IN ROLE lance_admin;
+CREATE ROLE regress_stats_reader;
+SELECT lance_create_api_key('regress_stats_admin2') AS admin_key \gset
+SELECT lance_create_api_key('regress_stats_reader') AS reader_key \gset
+SELECT status, response_body::jsonb ? 'counts' AS has_counts, key_id = left(:'admin_key', 16) AS its_key
+  FROM lance_rest('GET', '/v1/stats', NULL, NULL, jsonb_build_object('x-api-key', :'admin_key'));
+SELECT status, response_body::jsonb -> 'code' AS code
+  FROM lance_rest('GET', '/v1/stats', NULL, NULL, jsonb_build_object('x-api-key', :'reader_key'));
+SELECT status, response_body::jsonb -> 'code' AS code FROM lance_rest('GET', '/v1/stats', NULL, NULL, NULL);
+SELECT status, response_body::jsonb -> 'code' AS code
+  FROM lance_rest('POST', '/v1/stats', NULL, '{}', jsonb_build_object('x-api-key', :'admin_key'));
+DROP ROLE regress_stats_admin2;
+DROP ROLE regress_stats_reader;

@@ -77,3 +77,25 @@ remove_work_dir() {
 	fi
 	return 0
 }
+
+# access_log_fields <access.log>: the gateway's JSON access log (one object
+# per line), each line as space-separated fields: time method path status
+# duration key=<key_id> operation code request_id (the path is written with
+# %XX for spaces: one field).  A line that is not a JSON object: INVALID.
+access_log_fields() {
+	jq -R -r '(fromjson? | select(type == "object")
+		| "\(.time) \(.method) \(.path) \(.status) \(.duration) key=\(.key_id) \(.operation) \(.code) \(.request_id)")
+		// "INVALID"' "$1"
+}
+
+# need_gateway_test_packages: install what of LN_GATEWAY_TEST_PACKAGES
+# (scripts/common.sh: jq reads the JSON access log, prometheus_client
+# parses /metrics) is missing.
+need_gateway_test_packages() {
+	local missing
+	missing="$(missing_packages "${LN_GATEWAY_TEST_PACKAGES[@]}")"
+	[[ -n "$missing" ]] || return 0
+	say "installing $(tr '\n' ' ' <<<"$missing")"
+	# shellcheck disable=SC2086 # one package a word
+	apt_install $missing >/dev/null || die "could not install $missing"
+}

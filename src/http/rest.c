@@ -38,6 +38,7 @@
 #include "../frame/registry.h"
 #include "../json/json_edge.h"
 #include "../sql/api_keys.h"
+#include "../sql/stats.h"
 #include "../storage/location.h"
 #include "rest.h"
 
@@ -117,7 +118,13 @@ kept_headers(const LnMap *headers)
  * GET /v1/changes?after=N&limit=M answers what lance_changes(N, M) answers
  * the request's role.
  */
-#define FEED_PATH		   "/v1/changes"
+#define FEED_PATH "/v1/changes"
+/*
+ * GET /v1/stats answers what lance_stats() answers: an administrator's
+ * (403, code 15, for other keys).  The gateway's /metrics asks it with the
+ * scraper's key: the database says who is an administrator.
+ */
+#define STATS_PATH		   "/v1/stats"
 #define FEED_DEFAULT_LIMIT 100
 #define FEED_MAX_LIMIT	   1000
 
@@ -370,14 +377,14 @@ feed_answer(const LnMap *query)
 }
 
 /*
- * Run a route's operation in a subtransaction and answer it (op NULL: the
- * change feed, FEED_PATH).  On error the
+ * Run a route's operation in a subtransaction and answer it (op NULL: our
+ * own route own_path, FEED_PATH or STATS_PATH).  On error the
  * subtransaction is rolled back (and with it anything written on disk) and
  * the error becomes the answer.
  */
 static RestAnswer
-run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, const char *body,
-		  const LnMap *headers)
+run_route(const LnOperationDef *op, const char *own_path, const char *id_segment,
+		  const LnMap *query, const char *body, const LnMap *headers)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -412,7 +419,9 @@ run_route(const LnOperationDef *op, const char *id_segment, const LnMap *query, 
 		}
 		GetUserIdAndSecContext(&gateway_user, &gateway_security);
 		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
-		if (op == NULL)
+		if (op == NULL && strcmp(own_path, STATS_PATH) == 0)
+			answer.body = stats_json_text();
+		else if (op == NULL)
 			answer.body = feed_answer(query);
 		else
 		{
@@ -531,14 +540,14 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 	if (len > 1 && clean_path[len - 1] == '/')
 		clean_path[len - 1] = '\0';
 
-	/* the change feed reads and never changes: GET alone */
-	if (strcmp(clean_path, FEED_PATH) == 0)
+	/* the change feed and the statistics read and never change: GET alone */
+	if (strcmp(clean_path, FEED_PATH) == 0 || strcmp(clean_path, STATS_PATH) == 0)
 	{
 		if (strcmp(method, "GET") == 0)
-			return run_route(NULL, NULL, &query, body, headers);
+			return run_route(NULL, clean_path, NULL, &query, body, headers);
 		answer = error_answer(
 			LN_UNSUPPORTED,
-			psprintf("method %s is not allowed on %s (its method is GET)", method, FEED_PATH));
+			psprintf("method %s is not allowed on %s (its method is GET)", method, clean_path));
 		answer.status = 405;
 		return answer;
 	}
@@ -564,7 +573,7 @@ dispatch(const char *method, const char *path, const char *query_text, const cha
 		answer.status = 405;
 		return answer;
 	}
-	return run_route(op, id_segment, &query, body, headers);
+	return run_route(op, NULL, id_segment, &query, body, headers);
 }
 
 PG_FUNCTION_INFO_V1(lance_rest);

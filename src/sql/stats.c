@@ -28,6 +28,7 @@
 #include "../common/shared_stats.h"
 #include "../frame/frame.h"
 #include "../maintenance/worker.h"
+#include "stats.h"
 
 /* `"name": <timestamp in ISO 8601>` or null when ts is 0. */
 static void
@@ -102,8 +103,8 @@ store_errors_json(void)
 	return out.data;
 }
 
-static Jsonb *
-stats(void)
+char *
+stats_json_text(void)
 {
 	char *rounds;
 	char *errors;
@@ -116,7 +117,13 @@ stats(void)
 	catalog_begin();
 	text = catalog_stats(rounds, errors, shared_stats_available(), worker_interval_seconds());
 	catalog_end();
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+	return text;
+}
+
+static Jsonb *
+stats(void)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(stats_json_text())));
 }
 
 PG_FUNCTION_INFO_V1(lance_stats);
@@ -137,4 +144,19 @@ lance_stats(PG_FUNCTION_ARGS pg_attribute_unused())
 	}
 	PG_END_TRY();
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * lance_library_version(): the version of the extension's library that
+ * this backend loaded (the version whose install script it reads and
+ * writes the catalog as).  The gateway's /readyz compares it with the
+ * installed extension's version (pg_extension.extversion): a catalog not
+ * yet updated to the library (ALTER EXTENSION lance_namespace UPDATE) is
+ * not ready.  Nothing secret: every role may call it.
+ */
+PG_FUNCTION_INFO_V1(lance_library_version);
+Datum
+lance_library_version(PG_FUNCTION_ARGS pg_attribute_unused())
+{
+	PG_RETURN_TEXT_P(cstring_to_text(LN_EXTENSION_VERSION));
 }

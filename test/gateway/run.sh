@@ -38,6 +38,7 @@ unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS
 
 command -v curl >/dev/null || die "the gateway test needs curl"
 command -v openssl >/dev/null || die "the gateway test needs openssl"
+need_gateway_test_packages
 
 new_work_dir
 HTTP_PREFIX="$WORK/gw-http"
@@ -161,22 +162,29 @@ expect "HTTP, a second key" 200 - -H "x-api-key: $OTHER" "$URL/namespace/gw/list
 sql -U postgres -d "$DB" -v id="${OTHER:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
 expect "HTTP, that key once revoked" 401 16 -H "x-api-key: $OTHER" "$URL/namespace/gw/list"
 
-# The access log: time, method, path, status, duration, key id; never a key.
+# The access log: a JSON object per line, with time, request id, method,
+# path, operation, status, Lance code, duration, key id; never a key.
 # nginx writes its log line after the answer: wait for the 8th (the cap,
-# 60 s, only guards against a hang)
+# 60 s, only guards against a hang).  FIELDS: the log's lines as
+# access_log_fields (test/lib.sh) writes them.
 LOG="$HTTP_PREFIX/access.log"
 for _ in $(seq 600); do (($(wc -l <"$LOG") >= 8)) && break; sleep 0.1; done
 lines="$(wc -l <"$LOG")"
 check "the access log has a line per request" 8 "$lines"
-if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespace/gw/list 200 [0-9]+\.[0-9]{3} key=$KEY_ID$" "$LOG"; then
-	pass "a line: time, method, path, status, duration, key=$KEY_ID"
+FIELDS="$(access_log_fields "$LOG")"
+check "every line is one JSON object" 0 "$(grep -c '^INVALID$' <<<"$FIELDS" || true)"
+if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespace/gw/list 200 [0-9.]+ key=$KEY_ID ListNamespaces null [0-9a-f]{32}$" <<<"$FIELDS"; then
+	pass "a line: time, method, path, status, duration, key_id $KEY_ID, operation, no code, a request id"
 else
-	fail "a line: time, method, path, status, duration, key=$KEY_ID" "$(head -n 3 "$LOG")"
+	fail "a line: time, method, path, status, duration, key_id $KEY_ID, operation, no code, a request id" \
+		"$(head -n 3 "$LOG")"
 fi
-# key= is the key the database authenticated: none for no key (2), an
+check "a 401's line has the Lance code 16" "GET /v1/namespace/gw/list 401 key=- ListNamespaces 16" \
+	"$(awk '$4 == 401 { print $2, $3, $4, $6, $7, $8; exit }' <<<"$FIELDS")"
+# key_id is the key the database authenticated: none for no key (2), an
 # unknown key and a revoked one
-check "requests the database authenticated no key for log key=-" 4 "$(grep -c ' key=-$' "$LOG" || true)"
-check "no 401 line names a key" 0 "$(grep -c " 401 [0-9.]* key=lnk_" "$LOG" || true)"
+check "requests the database authenticated no key for log key_id -" 4 "$(grep -c ' key=- ' <<<"$FIELDS" || true)"
+check "no 401 line names a key" 0 "$(grep -c " 401 [0-9.]* key=lnk_" <<<"$FIELDS" || true)"
 if ! grep -rqF -e "${KEY:17}" -e "${OTHER:17}" "$HTTP_PREFIX"/*.log; then
 	pass "no key's secret part in the gateway's logs"
 else
@@ -210,15 +218,23 @@ mapfile -t FILL97 < <(many_headers 97)
 expect "HTTP, the key as the 100th header" 200 - "${FILL96[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw/list/"
 expect "HTTP, the key after 100 other headers" 431 13 "${FILL97[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw%24header101/list"
 for _ in $(seq 600); do (($(wc -l <"$LOG") >= 14)) && break; sleep 0.1; done
+FIELDS="$(access_log_fields "$LOG")"
 # logged <path>...: "<path> <status> key=<id>" of the log's line for each path
 logged() {
 	local path
-	for path in "$@"; do awk -v p="$path" '$3 == p { print $3, $4, $6 }' "$LOG"; done | tr '\n' ' ' | sed 's/ $//'
+	for path in "$@"; do awk -v p="$path" '$3 == p { print $3, $4, $6 }' <<<"$FIELDS"; done | tr '\n' ' ' | sed 's/ $//'
 }
 # shellcheck disable=SC2016 # the paths hold a literal $
 check "a path that spells fields is one field of its line, whose key is -" \
-	"6 /v1/namespace/forged4%20200%200.001%20key=${KEY_ID}%20/list 401 key=-" \
-	"$(awk '/forged4/ { print NF, $3, $4, $6 }' "$LOG")"
+	"9 /v1/namespace/forged4%20200%200.001%20key=${KEY_ID}%20/list 401 key=-" \
+	"$(awk '/forged4/ { print NF, $3, $4, $6 }' <<<"$FIELDS")"
+# nor can it write JSON fields: its quote stays in the path's string
+expect "HTTP, a path that spells JSON fields" 401 16 \
+	"$URL/namespace/forged5%22,%22status%22:200,%22key_id%22:%22${KEY_ID}/list"
+for _ in $(seq 600); do grep -q forged5 "$LOG" && break; sleep 0.1; done
+check "a path that spells JSON fields stays in the path's value" \
+	"401 - /v1/namespace/forged5%22,%22status%22:200,%22key_id%22:%22${KEY_ID}/list" \
+	"$(grep forged5 "$LOG" | jq -r '"\(.status) \(.key_id) \(.path)"')"
 check "the forged keys' requests log key=-" \
 	"/v1/namespace/gw\$forged1/list 401 key=- /v1/namespace/gw\$forged2/list 401 key=- /v1/forged3 404 key=-" \
 	"$(logged '/v1/namespace/gw$forged1/list' '/v1/namespace/gw$forged2/list' /v1/forged3)"
@@ -283,8 +299,8 @@ else
 fi
 expect "plain HTTP to the HTTPS port is refused" 400 - -H "x-api-key: $KEY" "http://127.0.0.1:$TLS_PORT/v1/namespace/gw/list"
 # the line of the HTTPS request, written after its answer (the cap only guards against a hang)
-for _ in $(seq 600); do grep -q " GET /v1/namespace/gw/list 200 " "$TLS_PREFIX/access.log" 2>/dev/null && break; sleep 0.1; done
-if grep -q " GET /v1/namespace/gw/list 200 [0-9.]* key=$KEY_ID$" "$TLS_PREFIX/access.log" &&
+for _ in $(seq 600); do grep -q '"path":"/v1/namespace/gw/list","operation":"ListNamespaces","status":200,' "$TLS_PREFIX/access.log" 2>/dev/null && break; sleep 0.1; done
+if access_log_fields "$TLS_PREFIX/access.log" | grep -q " GET /v1/namespace/gw/list 200 [0-9.]* key=$KEY_ID " &&
 	! grep -qF "${KEY:17}" "$TLS_PREFIX/access.log"; then
 	pass "HTTPS requests are logged with the key's id, never the key"
 else
@@ -292,6 +308,155 @@ else
 fi
 # the HTTP gateway is still plain HTTP: the TLS settings went with the start that had them
 expect "the HTTP gateway still answers HTTP" 200 - -H "x-api-key: $KEY" "$URL/namespace/gw/list"
+
+# ---------------------------------------------------------------------------
+# ops: health, readiness, request ids
+# ---------------------------------------------------------------------------
+say "health, readiness and request ids"
+BASE="http://127.0.0.1:$HTTP_PORT"
+expect "GET /healthz without a key" 200 - "$BASE/healthz"
+check "its body says nothing but ok" '{"status":"ok"}' "$(curl -sS --max-time 20 "$BASE/healthz")"
+expect "GET /readyz without a key: the database answers, at the library's version" 200 - "$BASE/readyz"
+# an extension older than the library (as before ALTER EXTENSION ... UPDATE)
+sql -U postgres -d "$DB" -c "UPDATE pg_extension SET extversion = '0.5.0' WHERE extname = 'lance_namespace'"
+expect "GET /readyz with the extension at another version than the library's" 503 - "$BASE/readyz"
+sql -U postgres -d "$DB" -c "UPDATE pg_extension SET extversion = '$(sql -U postgres -d "$DB" -c "SELECT lance_library_version()")' WHERE extname = 'lance_namespace'"
+expect "GET /readyz once the versions agree again" 200 - "$BASE/readyz"
+
+# Every answer carries X-Request-Id: the client's own when sane; the access
+# log's line and the database's log lines of the request carry it
+# (application_name lance_gateway/<id>, which %a in log_line_prefix shows).
+# Parameters are not logged: a request's headers hold its key.
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+ALTER SYSTEM SET log_line_prefix = '%m [%p] %a ';
+ALTER SYSTEM SET log_min_duration_statement = 0;
+ALTER SYSTEM SET log_parameter_max_length = 0;
+SELECT pg_reload_conf();
+SQL
+# request_id <curl args...>: the X-Request-Id the answer carries
+request_id() {
+	curl -sS --max-time 20 -o /dev/null -D - "$@" | tr -d '\r' | sed -n 's/^[Xx]-[Rr]equest-[Ii]d: //p'
+}
+TRACE="trace-$RANDOM$RANDOM-x"
+check "a sane id of the client's is answered back" "$TRACE" \
+	"$(request_id -H "x-api-key: $KEY" -H "x-request-id: $TRACE" "$URL/namespace/gw/list")"
+for _ in $(seq 600); do grep -qF "\"request_id\":\"$TRACE\"" "$LOG" && break; sleep 0.1; done
+check "the access log's line of that request carries it" "GET /v1/namespace/gw/list 200 key=$KEY_ID ListNamespaces" \
+	"$(access_log_fields "$LOG" | awk -v id="$TRACE" '$9 == id { print $2, $3, $4, $6, $7 }')"
+for _ in $(seq 100); do grep -qF "lance_gateway/$TRACE " "$PGDATA_DIR/server.log" && break; sleep 0.1; done
+if grep -F "lance_gateway/$TRACE " "$PGDATA_DIR/server.log" | grep -q "lance_rest"; then
+	pass "the database's log line of its lance_rest call carries it (application_name lance_gateway/$TRACE)"
+else
+	fail "the database's log line of its lance_rest call carries it" "$(tail -n 5 "$PGDATA_DIR/server.log")"
+fi
+check "between requests the connections' application_name is lance_gateway again" 0 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'lance_gateway' AND state = 'idle' AND application_name <> 'lance_gateway'")"
+BAD_IDS=("has space" "$(printf 'x%.0s' {1..129})" $'tab\there' $'caf\xc3\xa9')
+for bad in "${BAD_IDS[@]}"; do
+	got="$(request_id -H "x-api-key: $KEY" -H "x-request-id: $bad" "$URL/namespace/gw/list")"
+	if [[ "$got" =~ ^[0-9a-f]{32}$ ]]; then
+		pass "an id that is not sane (${bad:0:12}...) is replaced by a fresh one ($got)"
+	else
+		fail "an id that is not sane (${bad:0:12}...) is replaced by a fresh one" "got: $got"
+	fi
+done
+check "an id of 128 characters is kept" "$(printf 'y%.0s' {1..128})" \
+	"$(request_id -H "x-api-key: $KEY" -H "x-request-id: $(printf 'y%.0s' {1..128})" "$URL/namespace/gw/list")"
+# an id with quotes is printable, kept, and writes no JSON field of its own
+QUOTED='q","status":200,"key_id":"'"$KEY_ID"
+check "an id with quotes is kept" "$QUOTED" \
+	"$(request_id -H "x-request-id: $QUOTED" "$URL/namespace/gw%24quoted/list")"
+for _ in $(seq 600); do grep -q 'gw.quoted' "$LOG" && break; sleep 0.1; done
+check "and stays inside the log's request_id" "$QUOTED 401 -" \
+	"$(grep 'gw.quoted' "$LOG" | jq -r '"\(.request_id) \(.status) \(.key_id)"')"
+FRESH="$(request_id -X POST -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{}' "$URL/namespace/gw%24traced/create")"
+check "a change without an id of the client's: the change log keeps the one answered" "$FRESH" \
+	"$(sql -U postgres -d "$DB" -c "SELECT headers ->> 'x-request-id' FROM lance_catalog.change WHERE objects = '{gw\$traced}'")"
+check "errors and refusals carry an id too (401, 404, 413)" "3" \
+	"$( (request_id "$URL/namespace/gw/list"; request_id "$BASE/nowhere"
+		head -c $((9 * 1024 * 1024)) /dev/zero | request_id -X POST -H "x-api-key: $KEY" \
+			-H 'content-type: application/json' --data-binary @- "$URL/namespace/gw%24big2/create") |
+		grep -cE '^[0-9a-f]{32}$')"
+check "/healthz and /readyz carry an id" "2" \
+	"$( (request_id "$BASE/healthz"; request_id "$BASE/readyz") | grep -cE '^[0-9a-f]{32}$')"
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+ALTER SYSTEM RESET log_line_prefix;
+ALTER SYSTEM RESET log_min_duration_statement;
+ALTER SYSTEM RESET log_parameter_max_length;
+SELECT pg_reload_conf();
+SQL
+if ! grep -qF -e "${KEY:17}" -e "${OTHER:17}" "$PGDATA_DIR/server.log"; then
+	pass "no key's secret part in the server log, statements logged"
+else
+	fail "no key's secret part in the server log, statements logged"
+fi
+
+# /metrics: Prometheus's text format, for an administrator's key alone (the
+# database decides: GET /v1/stats is lance_stats(), an administrator's);
+# parsed by prometheus_client's own parser.
+sql -U postgres -d "$DB" -c "CREATE ROLE gw_reader" >/dev/null
+READER_KEY="$(create_api_key gw_reader "${PSQL_ARGS[@]}")"
+expect "GET /metrics without a key" 401 16 "$BASE/metrics"
+expect "GET /metrics with a key that is not an administrator's" 403 15 -H "x-api-key: $READER_KEY" "$BASE/metrics"
+expect "GET /metrics with an administrator's key" 200 - -H "x-api-key: $KEY" "$BASE/metrics"
+# scrape: the samples, one a line: "<name> <label=value,...> <value>"
+scrape() {
+	curl -sS --max-time 20 -H "x-api-key: $KEY" "$BASE/metrics" >"$WORK/metrics.txt" || return 1
+	/usr/bin/python3 - "$WORK/metrics.txt" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+with open(sys.argv[1]) as f:
+    text = f.read()
+for family in text_string_to_metric_families(text):
+    for s in family.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        print(f"{family.type} {s.name} {labels or '-'} {s.value:g}")
+PY
+}
+# sample <scrape> <name> <labels>: the value, 0 when absent
+sample() { awk -v n="$2" -v l="$3" '$2 == n && $3 == l { v = $4 } END { print v + 0 }' <<<"$1"; }
+if BEFORE="$(scrape)"; then pass "the scrape parses"; else fail "the scrape parses" "$(head -c 600 "$WORK/metrics.txt")"; fi
+# three namespaces made (200), two refused without a key (401, code 16)
+for i in 1 2 3; do
+	curl -sS -o /dev/null --max-time 20 -X POST -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{}' \
+		"$URL/namespace/gw%24metered$i/create"
+done
+for i in 1 2; do
+	curl -sS -o /dev/null --max-time 20 -X POST -H 'content-type: application/json' -d '{}' \
+		"$URL/namespace/gw%24unmetered$i/create"
+done
+# counted in the log phase, after the answer: scrape until all five are in (the bound only guards against a hang)
+for _ in $(seq 100); do
+	AFTER="$(scrape)"
+	(($(sample "$AFTER" lance_requests_total operation=CreateNamespace,status=401) - \
+		$(sample "$BEFORE" lance_requests_total operation=CreateNamespace,status=401) >= 2)) && break
+	sleep 0.1
+done
+delta() { echo $(($(sample "$AFTER" "$1" "$2") - $(sample "$BEFORE" "$1" "$2"))); }
+check "lance_requests_total by operation and status: 3 CreateNamespace 200, 2 401" "3 2" \
+	"$(delta lance_requests_total operation=CreateNamespace,status=200) $(delta lance_requests_total operation=CreateNamespace,status=401)"
+check "lance_request_duration_seconds: a histogram, 5 more CreateNamespace in +Inf and _count" "histogram 5 5" \
+	"$(awk '$2 == "lance_request_duration_seconds_count" { print $1; exit }' <<<"$AFTER") $(delta lance_request_duration_seconds_bucket le=+Inf,operation=CreateNamespace) $(delta lance_request_duration_seconds_count operation=CreateNamespace)"
+check "its buckets never decrease with le" "" \
+	"$(awk '$2 == "lance_request_duration_seconds_bucket" { split($3, a, ","); sub(/^le=/, "", a[1]); v = ($4 + 0);
+		if (a[2] in last && v < last[a[2]]) print "decreases: " $0; last[a[2]] = v }' <<<"$AFTER")"
+check "lance_errors_total by Lance code: 2 more code 16" 2 "$(delta lance_errors_total code=16)"
+check "the database connections' gauges are there" "gauge gauge" \
+	"$(awk '$2 == "lance_db_connections_in_use" && $3 == "pool=primary" { a = $1 } $2 == "lance_db_connections_waiting" && $3 == "pool=primary" { b = $1 } END { print a, b }' <<<"$AFTER")"
+if ! grep -qF -e "${KEY:17}" -e "${READER_KEY:17}" "$WORK/metrics.txt"; then
+	pass "no key in the metrics"
+else
+	fail "no key in the metrics"
+fi
+
+# the database down: not ready, still alive; ready again once it is back
+stop_clusters "$PGDATA_DIR"
+expect "GET /readyz with the database stopped" 503 - "$BASE/readyz"
+check "its body names no host, role or error text" \
+	'{"status":"not ready","reason":"the catalog database cannot be reached"}' "$(curl -sS --max-time 20 "$BASE/readyz")"
+expect "GET /healthz with the database stopped" 200 - "$BASE/healthz"
+start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
+expect "GET /readyz once the database is back" 200 - "$BASE/readyz"
 
 printf 'lance_namespace: gateway test: %d checks, %d failed\n' "$CHECKS" "$FAILS"
 ((FAILS == 0))

@@ -129,10 +129,17 @@ export function clientAdd(ns, name, from, n, key, { seconds = 12 } = {}) {
   });
 }
 
-/** The gateway's access log lines, when LANCE_GATEWAY_LOG names it; else null. */
-export function gatewayLogLines() {
+/**
+ * The gateway's access log entries (a JSON object a line: time, request_id, method, path,
+ * operation, status, code, duration, key_id), when LANCE_GATEWAY_LOG names it; else null.
+ */
+export function gatewayLogEntries() {
   if (!env.gatewayLog) return null;
-  return fs.readFileSync(env.gatewayLog, "utf8").split("\n").filter(Boolean);
+  return fs
+    .readFileSync(env.gatewayLog, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }
 
 /** Grant (or with `revoke`, revoke) a privilege on a namespace or table to a role, as superuser. */

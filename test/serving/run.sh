@@ -49,6 +49,7 @@ unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS
 unset LN_REQUEST_TIMEOUT LN_GATEWAY_CONNECTIONS LN_DATABASE_URL LN_DATABASE_READ_URL LN_READ_MAX_LAG
 
 command -v curl >/dev/null || die "the serving test needs curl"
+need_gateway_test_packages
 SERVING_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 START=$SECONDS
 

@@ -31,7 +31,7 @@ if alone 2 "$P2" "$ALONE_URL"; then pass "a second gateway.sh beside it"; else f
 check "the first answers (its URL's first host is down: the second serves)" 200 "$(alone_status "$P1")"
 check "the second answers" 200 "$(alone_status "$P2")"
 check "each logs its own request" "1 1" \
-	"$(grep -c ' GET /v1/namespace/ns/table/list 200 ' "$WORK/alone1/gateway/access.log") $(grep -c ' GET /v1/namespace/ns/table/list 200 ' "$WORK/alone2/gateway/access.log")"
+	"$(access_log_fields "$WORK/alone1/gateway/access.log" | grep -c ' GET /v1/namespace/ns/table/list 200 ') $(access_log_fields "$WORK/alone2/gateway/access.log" | grep -c ' GET /v1/namespace/ns/table/list 200 ')"
 check "they connect over TCP as lance_gateway, by password" 2 \
 	"$(sessions "usename = 'lance_gateway' AND client_addr = '127.0.0.1' AND application_name = 'lance_gateway'")"
 check "the URL is the workers' user's alone" "600 postgres" "$(stat -c '%a %U' "$WORK/alone1/gateway/database_url")"

@@ -17,7 +17,8 @@ release
 wait "$logged_commit" || true
 check "the commit succeeds once the lock is free" 200 "$(cut -d' ' -f1 "$WORK/logged.commit.status")"
 wait_for 50 grep -q "ns\$logged/version/create" "$GW_PREFIX/access.log" || true
-LOG_LINES="$(grep -E " (GET /v1/namespace/ns/table/list|POST /v1/table/ns\\\$logged/version/create) " "$GW_PREFIX/access.log")"
+LOG_LINES="$(access_log_fields "$GW_PREFIX/access.log" |
+	grep -E " (GET /v1/namespace/ns/table/list|POST /v1/table/ns\\\$logged/version/create) ")"
 read -r read_end _ _ _ read_secs _ <<<"$(sed -n 1p <<<"$LOG_LINES")"
 read -r commit_end _ commit_path _ commit_secs _ <<<"$(sed -n 2p <<<"$LOG_LINES")"
 check "the read is logged first (it ended first), then the commit" "ns\$logged/version/create" "${commit_path#/v1/table/}"
