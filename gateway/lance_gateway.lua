@@ -110,10 +110,16 @@ local function error_body(code, message)
 	return '{"code":' .. code .. ',"error":' .. cjson.encode(message) .. "}"
 end
 
-local function unavailable(message)
-	ngx.log(ngx.ERR, "lance_gateway: ", message)
+-- A 503 (code 17): the client is told which case it is, in a fixed text,
+-- and the request's id; what went wrong (libpq's or the server's message,
+-- which may name hosts, roles, files, and for a malformed URL part of a
+-- password) goes to error.log alone.
+local function unavailable(public, detail)
+	local id = ngx.var.lance_request_id or "-"
+	ngx.log(ngx.ERR, "lance_gateway: ", public, detail and (": " .. tostring(detail)) or "",
+		" (request ", id, ")")
 	return reply(503, { ["content-type"] = "application/json" },
-		error_body(17, "the catalog database is unavailable: " .. message))
+		error_body(17, public .. " (request " .. id .. "; the gateway's error.log has more)"))
 end
 
 -- The HTTP status of a Lance error code, as lance_rest() answers it
@@ -151,7 +157,8 @@ local function database_error(e)
 		return reply(400, { ["content-type"] = "application/json" },
 			error_body(13, "the request is not valid UTF-8"))
 	end
-	return unavailable((e.message or "error") .. (state ~= "" and " (SQLSTATE " .. state .. ")" or ""))
+	return unavailable("the catalog database is unavailable",
+		(e.message or "error") .. (state ~= "" and " (SQLSTATE " .. state .. ")" or ""))
 end
 
 -- Run lance_rest once, before the request's deadline.  A statement that
@@ -250,6 +257,11 @@ function M.handle()
 			f:close()
 		end
 	end
+	-- the database takes text: a NUL would end the body there, and the
+	-- catalog would run and record another request than the one sent
+	if body and body:find("\0", 1, true) then
+		return refuse(400, 13, "the request body holds a NUL byte")
+	end
 
 	local status, code, message = refusal(body)
 	if status then
@@ -269,16 +281,15 @@ function M.handle()
 			return database_error(detail)
 		elseif outcome == "busy" then
 			return unavailable("the request waited past LN_REQUEST_TIMEOUT (" .. request_timeout
-				.. " s) for a connection: " .. tostring(detail))
+				.. " s) for a connection", detail)
 		elseif outcome == "unknown" then
-			return unavailable("the outcome of the request is unknown, it was not repeated: "
-				.. tostring(detail))
+			return unavailable("the outcome of the request is unknown, it was not repeated", detail)
 		end
-		return unavailable(tostring(detail))
+		return unavailable("the catalog database is unavailable", detail)
 	end
 	local row = rows[1]
 	if not row then
-		return unavailable("lance_rest answered no row")
+		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
 	end
 	local status, response_headers, response_body, key_id = tonumber(row[1]), row[2], row[3], row[4]
 	-- the access log's key= (nginx.conf.in): the key the catalog authenticated, else "-"
@@ -423,11 +434,11 @@ function M.metrics()
 		if outcome == "error" then
 			return database_error(detail)
 		end
-		return unavailable(tostring(detail))
+		return unavailable("the catalog database is unavailable", detail)
 	end
 	local row = rows[1]
 	if not row then
-		return unavailable("lance_rest answered no row")
+		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
 	end
 	if type(row[4]) == "string" and row[4] ~= "" then
 		ngx.var.lance_key_id = row[4]
@@ -448,8 +459,9 @@ local READY_TIMEOUT = 5
 
 function M.readyz()
 	local deadline = ngx.now() + math.min(READY_TIMEOUT, request_timeout)
+	-- only a connection free at once: a probe does not queue behind requests
 	local rows, outcome, detail = pool:call(READY_SQL, {}, deadline,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+		APPLICATION_PREFIX .. ngx.var.lance_request_id, true)
 	local answer = rows and rows[1] and rows[1][1]
 	ngx.header["content-type"] = "application/json"
 	ngx.header["cache-control"] = "no-store"

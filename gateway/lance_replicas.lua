@@ -346,6 +346,14 @@ function M.call(sql, params, deadline, app_name)
 		-- the key the database authenticated (key_id), "-" without one
 		local id = rows[1][4]
 		remember(type(id) == "string" and id ~= "" and id or key, deadline)
+	elseif not rows or (status and status >= 500) then
+		-- an outcome the gateway cannot know (the write may have committed),
+		-- or a failure: that key reads from the primary until it writes
+		-- again (within the lag bound), so that a client that reads to find
+		-- out sees the truth; no look-up of the WAL: the primary may be down
+		if key then
+			written:set(key, math.huge, max_lag + 10)
+		end
 	end
 	return rows, outcome, detail
 end

@@ -204,6 +204,13 @@ expect "HTTP, a forged key lnk_<victim id>_junk" 401 16 -H "x-api-key: ${KEY_ID}
 expect "HTTP, a forged key of a key's form" 401 16 -H "Authorization: Bearer ${KEY_ID}_$(printf '0%.0s' {1..64})" \
 	"$URL/namespace/gw%24forged2/list"
 expect "HTTP, a forged key on a path without a route" 404 - -H "x-api-key: ${KEY_ID}_junk" "$URL/forged3"
+# A body with a NUL byte is refused: the catalog takes text, and would run
+# (and log) another request than the one sent
+printf '{"properties": {"a": "b"}}\0{"x": 1}' >"$WORK/nul_body.json"
+expect "HTTP, a body with a NUL byte" 400 13 -X POST -H "x-api-key: $KEY" -H 'content-type: application/json' \
+	--data-binary "@$WORK/nul_body.json" "$URL/namespace/gw%24nul/create"
+check "and nothing was made" 0 \
+	"$(sql -U postgres -d "$DB" -c "SELECT count(*) FROM lance_catalog.object WHERE name = 'nul'")"
 # A path cannot write fields of its own into the log: its spaces (and any
 # byte that could split a field) are written %XX, so a path holding
 # " 200 0.001 key=<an id>" is one field, and the line's key is "-".
@@ -455,6 +462,17 @@ expect "GET /readyz with the database stopped" 503 - "$BASE/readyz"
 check "its body names no host, role or error text" \
 	'{"status":"not ready","reason":"the catalog database cannot be reached"}' "$(curl -sS --max-time 20 "$BASE/readyz")"
 expect "GET /healthz with the database stopped" 200 - "$BASE/healthz"
+# a request then: 503/17 naming the case and the request's id, never what
+# libpq said (hosts, sockets, roles); the error log has that
+answer="$(curl -sS --max-time 40 -H "x-api-key: $KEY" -H 'x-request-id: down-1' "$URL/namespace/gw/list")"
+check "a request with the database stopped: 503's text names the case and the request, nothing of the connection" \
+	'{"code":17,"error":"the catalog database is unavailable (request down-1; the gateway'"'"'s error.log has more)"}' "$answer"
+# (libpq's message spans lines: the log is read as one)
+if tr '\n' ' ' <"$HTTP_PREFIX/error.log" | grep -qE "unavailable: [^[]*${SOCK//./\\.}/[^[]*\(request down-1\)"; then
+	pass "the error log has what went wrong, with the request's id"
+else
+	fail "the error log has what went wrong, with the request's id" "$(tail -n 3 "$HTTP_PREFIX/error.log")"
+fi
 start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
 expect "GET /readyz once the database is back" 200 - "$BASE/readyz"
 

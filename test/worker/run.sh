@@ -86,6 +86,30 @@ if wait_for 120 "SELECT (lance_stats() -> 'worker' ->> 'preloaded')::boolean AND
 else
 	fail "lance_stats() shows the worker's last round in this database"
 fi
+# and a round that fails: in a database whose catalog the library cannot
+# work with (its extension's version is not the library's), the round's
+# error is reported, without failing the other databases' rounds
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE worker_broken'
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d worker_broken \
+	-c 'CREATE EXTENSION lance_namespace' \
+	-c "UPDATE pg_extension SET extversion = '0.5.0' WHERE extname = 'lance_namespace'"
+if wait_for 120 "SELECT EXISTS (
+		SELECT FROM jsonb_array_elements(lance_stats() -> 'worker' -> 'rounds') r
+		 WHERE r ->> 'database' = 'worker_broken' AND r ->> 'last_error' IS NOT NULL
+		   AND r ->> 'last_error_at' IS NOT NULL)"; then
+	pass "lance_stats() shows a failed round's error"
+else
+	fail "lance_stats() shows a failed round's error" "$(sql -c "SELECT lance_stats() -> 'worker'")"
+fi
+if wait_for 120 "SELECT EXISTS (
+		SELECT FROM jsonb_array_elements(lance_stats() -> 'worker' -> 'rounds') r
+		 WHERE r ->> 'database' = 'worker' AND r ->> 'last_error' IS NULL
+		   AND (r ->> 'finished_at')::timestamptz > now() - interval '10 seconds')"; then
+	pass "and the other database's rounds go on"
+else
+	fail "and the other database's rounds go on" "$(sql -c "SELECT lance_stats() -> 'worker'")"
+fi
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c 'DROP DATABASE worker_broken WITH (FORCE)'
 # and the errors of a storage setting's store, by code: one that does not answer
 sql <<'SQL' >/dev/null
 SELECT lance_set_storage('{"location": "s3://wbucket/", "options": {"aws_endpoint": "http://127.0.0.1:1", "allow_http": true, "aws_region": "us-east-1", "aws_access_key_id": "a", "aws_secret_access_key": "b"}}');
