@@ -125,8 +125,9 @@ forget_relations(Datum arg pg_attribute_unused(), Oid relid)
 		rels.valid = false;
 }
 
-static Oid
-find_relation(Oid schema, const char *name)
+/* The relation (table or index) lance_catalog.`name`: the direct scans' relations. */
+Oid
+catalog_find_relation(Oid schema, const char *name)
 {
 	Oid relid = get_relname_relid(name, schema);
 
@@ -135,8 +136,9 @@ find_relation(Oid schema, const char *name)
 	return relid;
 }
 
-static void
-find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
+/* The attribute numbers of `names` in `relid`. */
+void
+catalog_find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
 {
 	for (int i = 0; i < n; i++)
 	{
@@ -147,21 +149,30 @@ find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
 	}
 }
 
-/* The index must be `relid`'s, with exactly these key columns, in this order: else scans would be
- * wrong. */
-static void
-check_index_columns(Oid indexid, Oid relid, int n, const AttrNumber *attnums)
+/*
+ * The index must be `relid`'s with these key columns first, in this order
+ * (and no other key column when `exact`): else the scans would be wrong.
+ * Answers the collation of key column `collation_of` (0: none asked).
+ */
+Oid
+catalog_check_index(Oid indexid, Oid relid, int n, const AttrNumber *attnums, bool exact,
+					int collation_of)
 {
 	Relation index = index_open(indexid, AccessShareLock);
 	Form_pg_index form = index->rd_index;
-	bool ok = form->indrelid == relid && form->indnkeyatts == n && form->indisvalid;
+	bool ok = form->indrelid == relid && form->indisvalid &&
+			  (exact ? form->indnkeyatts == n : form->indnkeyatts >= n);
+	Oid collation = InvalidOid;
 
 	for (int i = 0; ok && i < n; i++)
 		ok = form->indkey.values[i] == attnums[i];
+	if (ok && collation_of > 0)
+		collation = index->rd_indcollation[collation_of - 1];
 	index_close(index, AccessShareLock);
 	if (!ok)
 		elog(ERROR, "lance_namespace: index %s does not have the columns the catalog expects",
 			 get_rel_name(indexid));
+	return collation;
 }
 
 static void
@@ -178,29 +189,30 @@ find_relations(void)
 		callback_registered = true;
 	}
 	schema = get_namespace_oid("lance_catalog", false);
-	rels.object = find_relation(schema, "object");
-	rels.object_by_parent_name = find_relation(schema, "object_parent_id_name_key");
-	rels.version = find_relation(schema, "version");
-	rels.version_key = find_relation(schema, "version_pkey");
-	rels.storage = find_relation(schema, "storage");
-	rels.storage_key = find_relation(schema, "storage_pkey");
-	rels.api_key = find_relation(schema, "api_key");
-	rels.api_key_key = find_relation(schema, "api_key_pkey");
-	find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
-	find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
-	find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
-	find_columns(rels.api_key, KEY_NCOLUMNS, api_key_columns, rels.api_key_attnum);
-	check_index_columns(
+	rels.object = catalog_find_relation(schema, "object");
+	rels.object_by_parent_name = catalog_find_relation(schema, "object_parent_id_name_key");
+	rels.version = catalog_find_relation(schema, "version");
+	rels.version_key = catalog_find_relation(schema, "version_pkey");
+	rels.storage = catalog_find_relation(schema, "storage");
+	rels.storage_key = catalog_find_relation(schema, "storage_pkey");
+	rels.api_key = catalog_find_relation(schema, "api_key");
+	rels.api_key_key = catalog_find_relation(schema, "api_key_pkey");
+	catalog_find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
+	catalog_find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
+	catalog_find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
+	catalog_find_columns(rels.api_key, KEY_NCOLUMNS, api_key_columns, rels.api_key_attnum);
+	catalog_check_index(
 		rels.object_by_parent_name, rels.object, 2,
-		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]});
-	check_index_columns(rels.version_key, rels.version, 3,
+		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]}, true, 0);
+	catalog_check_index(rels.version_key, rels.version, 3,
 						(AttrNumber[]){rels.version_attnum[VER_TABLE_ID],
 									   rels.version_attnum[VER_BRANCH],
-									   rels.version_attnum[VER_VERSION]});
-	check_index_columns(rels.storage_key, rels.storage, 1,
-						(AttrNumber[]){rels.storage_attnum[STO_LOCATION]});
-	check_index_columns(rels.api_key_key, rels.api_key, 1,
-						(AttrNumber[]){rels.api_key_attnum[KEY_ID]});
+									   rels.version_attnum[VER_VERSION]},
+						true, 0);
+	catalog_check_index(rels.storage_key, rels.storage, 1,
+						(AttrNumber[]){rels.storage_attnum[STO_LOCATION]}, true, 0);
+	catalog_check_index(rels.api_key_key, rels.api_key, 1,
+						(AttrNumber[]){rels.api_key_attnum[KEY_ID]}, true, 0);
 	rels.valid = true;
 }
 

@@ -23,6 +23,12 @@ typedef struct CatalogChild
 	bool declared;	/* tables only, when asked for */
 } CatalogChild;
 
+/* The relations and indexes of direct scans (catalog_tree.c's too). */
+extern Oid catalog_find_relation(Oid schema, const char *name);
+extern void catalog_find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums);
+extern Oid catalog_check_index(Oid indexid, Oid relid, int n, const AttrNumber *attnums, bool exact,
+							   int collation_of);
+
 extern bool catalog_index_find_child(int64 parent_id, const char *name, CatalogChild *child,
 									 MemoryContext cxt);
 extern bool catalog_index_read_child(int64 parent_id, const char *name, CatalogObject *out,

@@ -66,6 +66,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "catalog_index.h"
 #include "catalog_internal.h"
 #include "catalog_tree.h"
 
@@ -120,52 +121,6 @@ forget_relations(Datum arg pg_attribute_unused(), Oid relid)
 		rels.valid = false;
 }
 
-static Oid
-find_relation(Oid schema, const char *name)
-{
-	Oid relid = get_relname_relid(name, schema);
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "lance_namespace: relation lance_catalog.%s is missing", name);
-	return relid;
-}
-
-static void
-find_columns(Oid relid, int n, const char *const *names, AttrNumber *attnums)
-{
-	for (int i = 0; i < n; i++)
-	{
-		attnums[i] = get_attnum(relid, names[i]);
-		if (attnums[i] == InvalidAttrNumber)
-			elog(ERROR, "lance_namespace: column %s of %s is missing", names[i],
-				 get_rel_name(relid));
-	}
-}
-
-/*
- * The index must be `relid`'s with these key columns first, in this order:
- * else the scans would be wrong.  Answers the collation of key column
- * `collation_of` (0: none asked).
- */
-static Oid
-check_index(Oid indexid, Oid relid, int n, const AttrNumber *attnums, int collation_of)
-{
-	Relation index = index_open(indexid, AccessShareLock);
-	Form_pg_index form = index->rd_index;
-	bool ok = form->indrelid == relid && form->indnkeyatts >= n && form->indisvalid;
-	Oid collation = InvalidOid;
-
-	for (int i = 0; ok && i < n; i++)
-		ok = form->indkey.values[i] == attnums[i];
-	if (ok && collation_of > 0)
-		collation = index->rd_indcollation[collation_of - 1];
-	index_close(index, AccessShareLock);
-	if (!ok)
-		elog(ERROR, "lance_namespace: index %s does not have the columns the catalog expects",
-			 get_rel_name(indexid));
-	return collation;
-}
-
 static void
 find_relations(void)
 {
@@ -181,30 +136,32 @@ find_relations(void)
 		callback_registered = true;
 	}
 	schema = get_namespace_oid("lance_catalog", false);
-	rels.object = find_relation(schema, "object");
-	rels.object_key = find_relation(schema, "object_pkey");
-	rels.children = find_relation(schema, "object_parent_kind_name_idx");
-	rels.tables = find_relation(schema, "object_table_parent_id_idx");
-	rels.tables_with_data = find_relation(schema, "object_table_with_data_parent_id_idx");
-	rels.all_tables = find_relation(schema, "object_table_id_idx");
-	rels.all_tables_with_data = find_relation(schema, "object_table_with_data_id_idx");
-	rels.grant = find_relation(schema, "grant");
-	rels.grant_key = find_relation(schema, "grant_pkey");
-	rels.grant_by_role = find_relation(schema, "grant_role_idx");
-	find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
-	find_columns(rels.grant, GRANT_NCOLUMNS, grant_columns, rels.grant_attnum);
-	check_index(rels.object_key, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, 0);
-	rels.kind_collation = check_index(rels.children, rels.object, 2,
-									  (AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_KIND]}, 2);
-	check_index(rels.tables, rels.object, 2, (AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_ID]}, 0);
-	check_index(rels.tables_with_data, rels.object, 2, (AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_ID]},
-				0);
-	check_index(rels.all_tables, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, 0);
-	check_index(rels.all_tables_with_data, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, 0);
-	check_index(rels.grant_key, rels.grant, 1, (AttrNumber[]){rels.grant_attnum[GRANT_OBJECT_ID]},
-				0);
-	check_index(rels.grant_by_role, rels.grant, 1, (AttrNumber[]){rels.grant_attnum[GRANT_ROLE]},
-				0);
+	rels.object = catalog_find_relation(schema, "object");
+	rels.object_key = catalog_find_relation(schema, "object_pkey");
+	rels.children = catalog_find_relation(schema, "object_parent_kind_name_idx");
+	rels.tables = catalog_find_relation(schema, "object_table_parent_id_idx");
+	rels.tables_with_data = catalog_find_relation(schema, "object_table_with_data_parent_id_idx");
+	rels.all_tables = catalog_find_relation(schema, "object_table_id_idx");
+	rels.all_tables_with_data = catalog_find_relation(schema, "object_table_with_data_id_idx");
+	rels.grant = catalog_find_relation(schema, "grant");
+	rels.grant_key = catalog_find_relation(schema, "grant_pkey");
+	rels.grant_by_role = catalog_find_relation(schema, "grant_role_idx");
+	catalog_find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
+	catalog_find_columns(rels.grant, GRANT_NCOLUMNS, grant_columns, rels.grant_attnum);
+	catalog_check_index(rels.object_key, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, false, 0);
+	rels.kind_collation = catalog_check_index(
+		rels.children, rels.object, 2, (AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_KIND]}, false, 2);
+	catalog_check_index(rels.tables, rels.object, 2, (AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_ID]},
+						false, 0);
+	catalog_check_index(rels.tables_with_data, rels.object, 2,
+						(AttrNumber[]){o[OBJ_PARENT_ID], o[OBJ_ID]}, false, 0);
+	catalog_check_index(rels.all_tables, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, false, 0);
+	catalog_check_index(rels.all_tables_with_data, rels.object, 1, (AttrNumber[]){o[OBJ_ID]}, false,
+						0);
+	catalog_check_index(rels.grant_key, rels.grant, 1,
+						(AttrNumber[]){rels.grant_attnum[GRANT_OBJECT_ID]}, false, 0);
+	catalog_check_index(rels.grant_by_role, rels.grant, 1,
+						(AttrNumber[]){rels.grant_attnum[GRANT_ROLE]}, false, 0);
 	rels.valid = true;
 }
 
