@@ -60,6 +60,13 @@
 -- with "no such prepared statement" or "already exists" before anything
 -- ran: the pool then sends query texts (its values escaped by libpq) from
 -- then on.  No other session state is used.
+--
+-- A Lua error in the thread (a bug, no memory) ends the call's connection
+-- (it may be inside the call's transaction) and answers "unknown" once the
+-- Sync or query text was handed to libpq, "not_sent" before.  The C
+-- arrays of pointers handed to libpq point into Lua strings that stay
+-- referenced (anchored) until the C call returns; libpq copies what it
+-- keeps.
 
 local M = {}
 
@@ -135,6 +142,13 @@ local function now_ms()
 	return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
 end
 
+-- The Lua strings a C call reads through pointers stored in a C array
+-- (const char *[]): referenced here until the call returns.  A string
+-- nothing references may be collected and its bytes reused (LuaJIT's FFI
+-- semantics); a local the compiler sees no further use of is no sure
+-- reference, a store in this upvalue is.  A VM runs one call at a time.
+local anchored
+
 local function cstr(p)
 	return p ~= nil and ffi.string(p) or nil
 end
@@ -177,7 +191,9 @@ local function still_usable(conn)
 	return C.poll(fds, 1, 0) == 0
 end
 
--- held: what a call's thread holds (see thread_call): conn, its connection.
+-- held: what a call's thread holds (see thread_call), for M.thread_call to
+-- end after a Lua error: conn, its connection, and sent, set before the
+-- call's Sync or query text is handed to libpq (from then on it may commit).
 
 -- drop(held): close the thread's connection.  Its socket is shut down
 -- first: PQfinish sends a Terminate after whatever libpq still holds, and
@@ -224,12 +240,14 @@ local function connect(held, conninfo, connect_timeout)
 		names[#names + 1], texts[#texts + 1] = setting[1], setting[2]
 	end
 	names[#names + 1], texts[#texts + 1] = "dbname", conninfo
+	anchored = { names, texts }
 	local keywords = ffi.new("const char *[?]", #names + 1)
 	local values = ffi.new("const char *[?]", #names + 1)
 	for i = 1, #names do
 		keywords[i - 1], values[i - 1] = names[i], texts[i]
 	end
 	held.conn = pq.PQconnectdbParams(keywords, values, 1)
+	anchored = nil
 	if held.conn == nil then
 		held.conn = nil
 		return nil, "out of memory"
@@ -241,6 +259,20 @@ local function connect(held, conninfo, connect_timeout)
 		return nil, err
 	end
 	return true
+end
+
+-- The connection's next result (nil: the end of a statement's results),
+-- freed by the collector should a Lua error come before clear(res).
+local function next_result(conn)
+	local res = pq.PQgetResult(conn)
+	if res == nil then
+		return nil
+	end
+	return ffi.gc(res, pq.PQclear)
+end
+
+local function clear(res)
+	pq.PQclear(ffi.gc(res, nil))
 end
 
 -- The query text: $n in the template replaced by params[n] as an escaped
@@ -258,8 +290,9 @@ local function build_query(conn, template, params)
 			failed = conn_error(conn)
 			return "NULL"
 		end
+		lit = ffi.gc(lit, pq.PQfreemem)
 		local s = ffi.string(lit)
-		pq.PQfreemem(lit)
+		pq.PQfreemem(ffi.gc(lit, nil))
 		return s
 	end)
 	if failed then
@@ -326,6 +359,7 @@ end
 -- message (the connection is then finished).
 local function run_query(held, text, deadline_ms, hard_deadline_ms)
 	local conn = held.conn
+	held.sent = true
 	if pq.PQsendQuery(conn, text) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
@@ -345,7 +379,7 @@ local function run_query(held, text, deadline_ms, hard_deadline_ms)
 				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
 			end
 		end
-		local res = pq.PQgetResult(conn)
+		local res = next_result(conn)
 		if res == nil then
 			break
 		end
@@ -355,7 +389,7 @@ local function run_query(held, text, deadline_ms, hard_deadline_ms)
 		elseif status ~= PGRES_COMMAND_OK and not failure then
 			failure = error_of(res)
 		end
-		pq.PQclear(res)
+		clear(res)
 	end
 	if pq.PQstatus(conn) ~= CONNECTION_OK then
 		-- an error the server sent and then closed (a FATAL), or libpq's
@@ -391,12 +425,15 @@ local DEFAULT_APPLICATION_NAME = "lance_gateway"
 local function run_pipeline(held, name, template, params, left_ms, prepared, deadline_ms, hard_deadline_ms,
 	app_name)
 	local conn = held.conn
+	held.sent = false
 	if pq.PQenterPipelineMode(conn) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
 	local n = #params
 	local keep = {}
 	local settings = { tostring(left_ms), app_name }
+	-- until libpq has copied them into its buffer (before each call returns)
+	anchored = { keep, settings }
 	local values = ffi.new("const char *[?]", math.max(n, 1))
 	for i = 1, n do
 		if params[i] ~= false then
@@ -419,10 +456,12 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 	steps[#steps + 1] = {}
 	queued = queued and pq.PQsendQueryPrepared(conn, name, n, values, nil, nil, 0) == 1
 	steps[#steps + 1] = { rows = true }
+	anchored = nil
 	if not queued then
 		-- no Sync was queued: whatever reached the server rolls back
 		return "not_sent", conn_error(conn)
 	end
+	held.sent = true
 	if pq.PQpipelineSync(conn) ~= 1 then
 		return "unknown", "the connection broke while sending: " .. conn_error(conn)
 	end
@@ -442,7 +481,7 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
 			end
 		end
-		local res = pq.PQgetResult(conn)
+		local res = next_result(conn)
 		if res == nil then
 			-- the end of one step's results
 			step = step + 1
@@ -452,7 +491,7 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 		else
 			local status = pq.PQresultStatus(res)
 			if status == PGRES_PIPELINE_SYNC then
-				pq.PQclear(res)
+				clear(res)
 				break
 			elseif status == PGRES_TUPLES_OK then
 				if steps[step] and steps[step].rows then
@@ -465,7 +504,7 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 			elseif status ~= PGRES_PIPELINE_ABORTED and not failure then
 				failure = error_of(res)
 			end
-			pq.PQclear(res)
+			clear(res)
 		end
 	end
 	if pq.PQstatus(conn) ~= CONNECTION_OK then
@@ -484,12 +523,13 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 end
 
 -- Runs in a thread of nginx's thread pool.  held: an empty table, where the
--- thread keeps its connection (held.conn).  addr: the slot's connection (0:
--- none); prepared: the statements prepared on it (names), or false to send
--- query texts (through a pooler).  Answers the slot's connection
--- afterwards, the outcome (see the top of this file), the statements then
--- prepared on it, and true when the connection turned out not to keep
--- prepared statements.
+-- thread keeps its connection (held.conn) and whether the call may have
+-- been sent (held.sent), for M.thread_call to end after a Lua error.  addr:
+-- the slot's connection (0: none); prepared: the statements prepared on it
+-- (names), or false to send query texts (through a pooler).  Answers the
+-- slot's connection afterwards, the outcome (see the top of this file), the
+-- statements then prepared on it, and true when the connection turned out
+-- not to keep prepared statements.
 local function thread_call(held, addr, conninfo, connect_timeout, name, template, params, timeout_ms,
 	prepared, app_name)
 	load_libpq()
@@ -549,6 +589,7 @@ local function thread_call(held, addr, conninfo, connect_timeout, name, template
 		end
 		-- nothing of it can commit (see the top of this file)
 		drop(held)
+		held.sent = false
 		unsent = "cannot send to the database: " .. tostring(value)
 	end
 	return 0, "not_sent", unsent, {}, pooler
@@ -558,9 +599,12 @@ function M.thread_call(...)
 	local held = {}
 	local ok, addr, outcome, value, prepared, pooler = pcall(thread_call, held, ...)
 	if not ok then
-		-- a bug here, not the database's answer: the slot's connection may
-		-- be lost with the VM's stack; nothing is known of the call
-		return 0, "unknown", "gateway error: " .. tostring(addr), {}, false
+		-- a bug here or no memory, not the database's answer.  The
+		-- connection may be inside the call's transaction: it is closed
+		-- (drop sends nothing more of the call).  Once the call's Sync or
+		-- query text was handed to libpq it may have committed.
+		pcall(drop, held)
+		return 0, held.sent and "unknown" or "not_sent", "gateway error: " .. tostring(addr), {}, false
 	end
 	return addr, outcome, value, prepared, pooler
 end

@@ -18,6 +18,10 @@
 #                   (SIGSTOP: it reads nothing), a commit with a 4 MB body
 #                   is answered 503, code 17, within LN_REQUEST_TIMEOUT and
 #                   its 2 s of grace, not committed; the gateway serves again
+#   27_lua_error    a Lua error in lance_db.lua's thread_call (injected through
+#                   its arguments, by an nginx of the part's own) before the
+#                   call's Sync answers not_sent, after it unknown, and leaves
+#                   no connection open
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
 #                   password over TCP; then a TLS client certificate), two
