@@ -15,16 +15,37 @@
 -- the slot (as a number), not in the thread's VM: threads and VMs come and
 -- go, the slots and their connections stay, one request at a time each.
 --
+-- The thread never waits past the call's deadline either (a thread that
+-- waits for ever holds its slot for ever): its connections are in libpq's
+-- nonblocking mode, so a server or a network that stops reading (a large
+-- body fills the sockets' buffers) holds a send only until the deadline,
+-- and an answer is waited for with poll() until the deadline and its grace.
+-- Connecting is bounded by connect_timeout; TCP keepalives and
+-- tcp_user_timeout (defaults the conninfo may override) end a connection
+-- whose network died, idle in its slot or not.
+--
 -- A call's outcome is one of:
 --   rows                  the last statement's rows
 --   nil, "error", e       the database answered an error (e.sqlstate,
 --                         e.message, e.detail); nothing was committed
---   nil, "busy", msg      no slot became free before the deadline: nothing sent
---   nil, "not_sent", msg  no connection could be made, or the statement could
---                         not be sent: nothing reached the database
---   nil, "unknown", msg   the connection broke, or the deadline passed, after
---                         the statement was sent: it may have committed.  A
---                         call is never sent twice (a commit must not be).
+--   nil, "busy", msg      no slot became free, or no time was left, before
+--                         the deadline: nothing sent
+--   nil, "not_sent", msg  no connection could be made, or the call could not
+--                         be sent whole before the deadline: nothing
+--                         committed, nor ever will.  Its first statements may
+--                         have reached the server and even run, but never
+--                         its end: the pipeline's Sync (or the query text's
+--                         last byte) was still in libpq's buffer, and the
+--                         server acts on a message only once it has it whole.
+--                         A pipeline's implicit transaction commits only at
+--                         its Sync (a lance_ function neither commits nor
+--                         needs an immediate commit), and the connection is
+--                         then closed without another byte sent, which rolls
+--                         back whatever ran.
+--   nil, "unknown", msg   the connection broke, or the deadline and its grace
+--                         passed, after the call's Sync (or query text) was
+--                         handed to libpq to send: it may have committed.  A
+--                         call that may have committed is never sent again.
 --
 -- Every call runs in one implicit transaction (one round trip) whose first
 -- statement sets statement_timeout to the time left and application_name
@@ -39,19 +60,27 @@
 -- with "no such prepared statement" or "already exists" before anything
 -- ran: the pool then sends query texts (its values escaped by libpq) from
 -- then on.  No other session state is used.
+--
+-- A Lua error in the thread (a bug, no memory) ends the call's connection
+-- (it may be inside the call's transaction) and answers "unknown" once the
+-- Sync or query text was handed to libpq, "not_sent" before.  The C
+-- arrays of pointers handed to libpq point into Lua strings that stay
+-- referenced (anchored) until the C call returns; libpq copies what it
+-- keeps.
 
 local M = {}
 
 -- ---------------------------------------------------------------------------
 -- In the thread: libpq through the FFI.  Loaded only where a call runs.
 -- ---------------------------------------------------------------------------
-local ffi, pq, C
+local ffi, bit, pq, C
 
 local function load_libpq()
 	if pq then
 		return
 	end
 	ffi = require("ffi")
+	bit = require("bit")
 	ffi.cdef([[
 typedef struct pg_conn PGconn;
 typedef struct pg_result PGresult;
@@ -60,6 +89,8 @@ int PQstatus(const PGconn *conn);
 int PQtransactionStatus(const PGconn *conn);
 char *PQerrorMessage(const PGconn *conn);
 void PQfinish(PGconn *conn);
+int PQsetnonblocking(PGconn *conn, int arg);
+int PQflush(PGconn *conn);
 int PQsocket(const PGconn *conn);
 int PQconsumeInput(PGconn *conn);
 int PQisBusy(PGconn *conn);
@@ -84,6 +115,7 @@ int PQpipelineSync(PGconn *conn);
 void PQfreemem(void *ptr);
 struct lance_pollfd { int fd; short events; short revents; };
 int poll(struct lance_pollfd *fds, unsigned long nfds, int timeout);
+int shutdown(int sockfd, int how);
 struct lance_timespec { long tv_sec; long tv_nsec; };
 int clock_gettime(int clk_id, struct lance_timespec *tp);
 ]])
@@ -97,6 +129,7 @@ local PGRES_COMMAND_OK, PGRES_TUPLES_OK = 1, 2
 local PGRES_PIPELINE_SYNC, PGRES_PIPELINE_ABORTED = 10, 11
 local PG_DIAG_SQLSTATE, PG_DIAG_MESSAGE_PRIMARY, PG_DIAG_MESSAGE_DETAIL = 67, 77, 68
 local POLLIN, POLLOUT = 1, 4
+local SHUT_RDWR = 2
 local CLOCK_MONOTONIC = 1
 
 -- How long past its deadline a call may wait for the database's own answer
@@ -109,6 +142,13 @@ local function now_ms()
 	return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
 end
 
+-- The Lua strings a C call reads through pointers stored in a C array
+-- (const char *[]): referenced here until the call returns.  A string
+-- nothing references may be collected and its bytes reused (LuaJIT's FFI
+-- semantics); a local the compiler sees no further use of is no sure
+-- reference, a store in this upvalue is.  A VM runs one call at a time.
+local anchored
+
 local function cstr(p)
 	return p ~= nil and ffi.string(p) or nil
 end
@@ -117,7 +157,8 @@ local function conn_error(conn)
 	return ((cstr(pq.PQerrorMessage(conn)) or "unknown error"):gsub("%s+$", ""))
 end
 
--- wait_socket(conn, events, until_ms): true once the socket is ready, false at until_ms.
+-- wait_socket(conn, events, until_ms): the socket's poll() revents (not 0)
+-- once it is ready, false at until_ms.
 local function wait_socket(conn, events, until_ms)
 	local fds = ffi.new("struct lance_pollfd[1]")
 	fds[0].fd = pq.PQsocket(conn)
@@ -129,7 +170,7 @@ local function wait_socket(conn, events, until_ms)
 		end
 		local n = C.poll(fds, 1, left)
 		if n > 0 then
-			return true
+			return fds[0].revents
 		end
 		-- n < 0 is EINTR (nothing else can fail here): wait again
 	end
@@ -150,20 +191,88 @@ local function still_usable(conn)
 	return C.poll(fds, 1, 0) == 0
 end
 
-local function connect(conninfo, connect_timeout)
-	-- keywords before dbname are defaults the conninfo may override
-	local keywords = ffi.new("const char *[4]", { "connect_timeout", "fallback_application_name", "dbname", nil })
-	local values = ffi.new("const char *[4]", { tostring(connect_timeout), "lance_gateway", conninfo, nil })
-	local conn = pq.PQconnectdbParams(keywords, values, 1)
-	if conn == nil then
+-- held: what a call's thread holds (see thread_call), for M.thread_call to
+-- end after a Lua error: conn, its connection, and sent, set before the
+-- call's Sync or query text is handed to libpq (from then on it may commit).
+
+-- drop(held): close the thread's connection.  Its socket is shut down
+-- first: PQfinish sends a Terminate after whatever libpq still holds, and
+-- what it holds may be the end of a call answered "not_sent" (its Sync).
+local function drop(held)
+	local conn = held.conn
+	held.conn = nil
+	if conn ~= nil then
+		local socket = pq.PQsocket(conn)
+		if socket >= 0 then
+			C.shutdown(socket, SHUT_RDWR)
+		end
+		pq.PQfinish(conn)
+	end
+end
+
+local function address(conn)
+	return conn ~= nil and tonumber(ffi.cast("intptr_t", conn)) or 0
+end
+
+-- The settings a connection gets unless its conninfo says otherwise (libpq
+-- takes the last value of a keyword: these come before dbname, which
+-- expands the conninfo).  A network that died (a host gone, a partition)
+-- sends no reset: TCP keepalives probe an idle connection after 10 s, every
+-- 5 s, and tcp_user_timeout ends a connection whose data or probes went 25 s
+-- without an acknowledgement, so that a dead connection kept in a slot is
+-- found (still_usable) before a call is sent on it.  libpq ignores them
+-- over a Unix socket.
+local CONNECT_DEFAULTS = {
+	{ "fallback_application_name", "lance_gateway" },
+	{ "keepalives", "1" },
+	{ "keepalives_idle", "10" },
+	{ "keepalives_interval", "5" },
+	{ "keepalives_count", "3" },
+	{ "tcp_user_timeout", "25000" },
+}
+
+-- connect(held, conninfo, connect_timeout): true once held.conn is a new
+-- connection; nil, message when none could be made.
+local function connect(held, conninfo, connect_timeout)
+	local names = { "connect_timeout" }
+	local texts = { tostring(connect_timeout) }
+	for _, setting in ipairs(CONNECT_DEFAULTS) do
+		names[#names + 1], texts[#texts + 1] = setting[1], setting[2]
+	end
+	names[#names + 1], texts[#texts + 1] = "dbname", conninfo
+	anchored = { names, texts }
+	local keywords = ffi.new("const char *[?]", #names + 1)
+	local values = ffi.new("const char *[?]", #names + 1)
+	for i = 1, #names do
+		keywords[i - 1], values[i - 1] = names[i], texts[i]
+	end
+	held.conn = pq.PQconnectdbParams(keywords, values, 1)
+	anchored = nil
+	if held.conn == nil then
+		held.conn = nil
 		return nil, "out of memory"
 	end
-	if pq.PQstatus(conn) ~= CONNECTION_OK then
-		local err = conn_error(conn)
-		pq.PQfinish(conn)
+	-- nonblocking: nothing it sends may wait past a call's deadline (send_queued)
+	if pq.PQstatus(held.conn) ~= CONNECTION_OK or pq.PQsetnonblocking(held.conn, 1) ~= 0 then
+		local err = conn_error(held.conn)
+		drop(held)
 		return nil, err
 	end
-	return conn
+	return true
+end
+
+-- The connection's next result (nil: the end of a statement's results),
+-- freed by the collector should a Lua error come before clear(res).
+local function next_result(conn)
+	local res = pq.PQgetResult(conn)
+	if res == nil then
+		return nil
+	end
+	return ffi.gc(res, pq.PQclear)
+end
+
+local function clear(res)
+	pq.PQclear(ffi.gc(res, nil))
 end
 
 -- The query text: $n in the template replaced by params[n] as an escaped
@@ -181,8 +290,9 @@ local function build_query(conn, template, params)
 			failed = conn_error(conn)
 			return "NULL"
 		end
+		lit = ffi.gc(lit, pq.PQfreemem)
 		local s = ffi.string(lit)
-		pq.PQfreemem(lit)
+		pq.PQfreemem(ffi.gc(lit, nil))
 		return s
 	end)
 	if failed then
@@ -208,9 +318,57 @@ local function result_rows(res)
 	return rows
 end
 
--- Send the query and read every result.  Answers "ok", rows; "error", e;
--- or "unknown", message (the connection is then finished).
-local function run_query(conn, text, hard_deadline_ms)
+local function error_of(res)
+	return {
+		sqlstate = cstr(pq.PQresultErrorField(res, PG_DIAG_SQLSTATE)),
+		message = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
+			or (cstr(pq.PQresultErrorMessage(res)) or ""):gsub("%s+$", ""),
+		detail = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)),
+	}
+end
+
+-- send_queued(conn, until_ms): hand what libpq holds for the server to the
+-- kernel.  While the socket takes no more (the server, or a network in
+-- between, stopped reading) it waits with poll() for room, and reads what
+-- the server sends meanwhile (libpq's advice for nonblocking connections:
+-- a server that cannot send may stop reading).  Answers "sent" once libpq
+-- holds nothing more; "held" at until_ms, libpq still holding the end of it
+-- (PQflush answered 1: not all was sent); or "broken", message.
+local function send_queued(conn, until_ms)
+	while true do
+		local flushed = pq.PQflush(conn)
+		if flushed == 0 then
+			return "sent"
+		elseif flushed < 0 then
+			return "broken", conn_error(conn)
+		end
+		local ready = wait_socket(conn, bit.bor(POLLIN, POLLOUT), until_ms)
+		if not ready then
+			return "held"
+		end
+		if bit.band(ready, POLLIN) ~= 0 and pq.PQconsumeInput(conn) == 0 then
+			return "broken", conn_error(conn)
+		end
+	end
+end
+
+-- The call as one query text (through a pooler): sent until the deadline,
+-- then every result read until the deadline and its grace.  Answers "ok",
+-- rows; "error", e; "not_sent", message (the text's end never left: the
+-- server runs a query only once it has its text whole); or "unknown",
+-- message (the connection is then finished).
+local function run_query(held, text, deadline_ms, hard_deadline_ms)
+	local conn = held.conn
+	held.sent = true
+	if pq.PQsendQuery(conn, text) ~= 1 then
+		return "not_sent", conn_error(conn)
+	end
+	local sending, err = send_queued(conn, deadline_ms)
+	if sending == "held" then
+		return "not_sent", "the database took no more of the call before the request's deadline"
+	elseif sending == "broken" then
+		return "unknown", "the connection broke while sending: " .. err
+	end
 	local rows, failure = {}, nil
 	while true do
 		while pq.PQisBusy(conn) == 1 do
@@ -221,7 +379,7 @@ local function run_query(conn, text, hard_deadline_ms)
 				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
 			end
 		end
-		local res = pq.PQgetResult(conn)
+		local res = next_result(conn)
 		if res == nil then
 			break
 		end
@@ -229,14 +387,9 @@ local function run_query(conn, text, hard_deadline_ms)
 		if status == PGRES_TUPLES_OK then
 			rows = result_rows(res)
 		elseif status ~= PGRES_COMMAND_OK and not failure then
-			failure = {
-				sqlstate = cstr(pq.PQresultErrorField(res, PG_DIAG_SQLSTATE)),
-				message = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
-					or (cstr(pq.PQresultErrorMessage(res)) or ""):gsub("%s+$", ""),
-				detail = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)),
-			}
+			failure = error_of(res)
 		end
-		pq.PQclear(res)
+		clear(res)
 	end
 	if pq.PQstatus(conn) ~= CONNECTION_OK then
 		-- an error the server sent and then closed (a FATAL), or libpq's
@@ -259,27 +412,28 @@ local TIMEOUT_SQL = "SELECT pg_catalog.set_config('statement_timeout', $1, true)
 	.. " pg_catalog.set_config('application_name', $2, true)"
 local DEFAULT_APPLICATION_NAME = "lance_gateway"
 
-local function error_of(res)
-	return {
-		sqlstate = cstr(pq.PQresultErrorField(res, PG_DIAG_SQLSTATE)),
-		message = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
-			or (cstr(pq.PQresultErrorMessage(res)) or ""):gsub("%s+$", ""),
-		detail = cstr(pq.PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)),
-	}
-end
-
 -- The call as named prepared statements in one pipeline: Parse (the first
 -- time on this connection), Bind and Execute of the timeout's statement
 -- and the call's, then one Sync: one round trip and one implicit
--- transaction, without the parse and plan of a query text per call.
+-- transaction, without the parse and plan of a query text per call.  Sent
+-- until the deadline, its results read until the deadline and its grace.
 -- Answers "ok", rows; "error", e; "unknown", message; "not_sent", message
--- (nothing can have committed before the Sync went out); or "pooler", e
--- (the connection does not keep prepared statements: a pooler in
--- transaction mode; nothing ran).  prepared: names prepared on conn, kept
--- up to date.
-local function run_pipeline(conn, name, template, params, left_ms, prepared, hard_deadline_ms, app_name)
+-- (the Sync never left whole: nothing can commit); or "pooler", e (the
+-- connection does not keep prepared statements: a pooler in transaction
+-- mode; nothing ran).  prepared: names prepared on the connection, kept up
+-- to date.
+local function run_pipeline(held, name, template, params, left_ms, prepared, deadline_ms, hard_deadline_ms,
+	app_name)
+	local conn = held.conn
+	held.sent = false
+	if pq.PQenterPipelineMode(conn) ~= 1 then
+		return "not_sent", conn_error(conn)
+	end
 	local n = #params
 	local keep = {}
+	local settings = { tostring(left_ms), app_name }
+	-- until libpq has copied them into its buffer (before each call returns)
+	anchored = { keep, settings }
 	local values = ffi.new("const char *[?]", math.max(n, 1))
 	for i = 1, n do
 		if params[i] ~= false then
@@ -287,33 +441,35 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 			values[i - 1] = keep[i]
 		end
 	end
-	local timeout_value = ffi.new("const char *[2]")
-	local left_text = tostring(left_ms)
-	timeout_value[0] = left_text
-	timeout_value[1] = app_name
+	local settings_values = ffi.new("const char *[2]", settings)
 	local steps = {}
-	if pq.PQenterPipelineMode(conn) ~= 1 then
-		return "not_sent", conn_error(conn)
-	end
-	local sent = true
+	local queued = true
 	if not prepared[name] then
-		sent = sent and pq.PQsendPrepare(conn, name, template, n, nil) == 1
+		queued = queued and pq.PQsendPrepare(conn, name, template, n, nil) == 1
 		steps[#steps + 1] = { prepare = name }
 	end
 	if not prepared[TIMEOUT_STATEMENT] then
-		sent = sent and pq.PQsendPrepare(conn, TIMEOUT_STATEMENT, TIMEOUT_SQL, 2, nil) == 1
+		queued = queued and pq.PQsendPrepare(conn, TIMEOUT_STATEMENT, TIMEOUT_SQL, 2, nil) == 1
 		steps[#steps + 1] = { prepare = TIMEOUT_STATEMENT }
 	end
-	sent = sent and pq.PQsendQueryPrepared(conn, TIMEOUT_STATEMENT, 2, timeout_value, nil, nil, 0) == 1
+	queued = queued and pq.PQsendQueryPrepared(conn, TIMEOUT_STATEMENT, 2, settings_values, nil, nil, 0) == 1
 	steps[#steps + 1] = {}
-	sent = sent and pq.PQsendQueryPrepared(conn, name, n, values, nil, nil, 0) == 1
+	queued = queued and pq.PQsendQueryPrepared(conn, name, n, values, nil, nil, 0) == 1
 	steps[#steps + 1] = { rows = true }
-	if not sent then
-		-- no Sync went out: whatever reached the server rolls back
+	anchored = nil
+	if not queued then
+		-- no Sync was queued: whatever reached the server rolls back
 		return "not_sent", conn_error(conn)
 	end
+	held.sent = true
 	if pq.PQpipelineSync(conn) ~= 1 then
 		return "unknown", "the connection broke while sending: " .. conn_error(conn)
+	end
+	local sending, err = send_queued(conn, deadline_ms)
+	if sending == "held" then
+		return "not_sent", "the database took no more of the call before the request's deadline"
+	elseif sending == "broken" then
+		return "unknown", "the connection broke while sending: " .. err
 	end
 	local rows, failure, step = {}, nil, 1
 	while true do
@@ -325,7 +481,7 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
 			end
 		end
-		local res = pq.PQgetResult(conn)
+		local res = next_result(conn)
 		if res == nil then
 			-- the end of one step's results
 			step = step + 1
@@ -335,7 +491,7 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 		else
 			local status = pq.PQresultStatus(res)
 			if status == PGRES_PIPELINE_SYNC then
-				pq.PQclear(res)
+				clear(res)
 				break
 			elseif status == PGRES_TUPLES_OK then
 				if steps[step] and steps[step].rows then
@@ -348,7 +504,7 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 			elseif status ~= PGRES_PIPELINE_ABORTED and not failure then
 				failure = error_of(res)
 			end
-			pq.PQclear(res)
+			clear(res)
 		end
 	end
 	if pq.PQstatus(conn) ~= CONNECTION_OK then
@@ -366,55 +522,50 @@ local function run_pipeline(conn, name, template, params, left_ms, prepared, har
 	return "ok", rows
 end
 
-local function finish(conn)
-	if conn ~= nil then
-		pq.PQfinish(conn)
-	end
-end
-
-local function address(conn)
-	return conn ~= nil and tonumber(ffi.cast("intptr_t", conn)) or 0
-end
-
--- Runs in a thread of nginx's thread pool.  addr: the slot's connection (0:
--- none); prepared: the statements prepared on it (names), or false to send
--- query texts (through a pooler).  Answers the slot's connection
--- afterwards, the outcome (see the top of this file), the statements then
--- prepared on it, and true when the connection turned out not to keep
--- prepared statements.
-local function thread_call(addr, conninfo, connect_timeout, name, template, params, timeout_ms, prepared,
-	app_name)
+-- Runs in a thread of nginx's thread pool.  held: an empty table, where the
+-- thread keeps its connection (held.conn) and whether the call may have
+-- been sent (held.sent), for M.thread_call to end after a Lua error.  addr:
+-- the slot's connection (0: none); prepared: the statements prepared on it
+-- (names), or false to send query texts (through a pooler).  Answers the
+-- slot's connection afterwards, the outcome (see the top of this file), the
+-- statements then prepared on it, and true when the connection turned out
+-- not to keep prepared statements.
+local function thread_call(held, addr, conninfo, connect_timeout, name, template, params, timeout_ms,
+	prepared, app_name)
 	load_libpq()
 	app_name = app_name or DEFAULT_APPLICATION_NAME
 	local started = now_ms()
-	local conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
+	local deadline, hard_deadline = started + timeout_ms, started + timeout_ms + GRACE_MS
+	held.conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
 	local use_prepared = prepared ~= false
 	prepared = prepared or {}
 	local pooler = false
-	if conn ~= nil and not still_usable(conn) then
-		finish(conn)
-		conn = nil
+	if held.conn ~= nil and not still_usable(held.conn) then
+		drop(held)
 	end
-	-- a call that could not have run may go again, once
-	for attempt = 1, 2 do
-		if conn == nil then
-			local err
-			conn, err = connect(conninfo, connect_timeout)
+	-- a call that cannot have committed may go again, once, while time is left
+	local unsent
+	for _ = 1, 2 do
+		local left = math.floor(deadline - now_ms())
+		if held.conn == nil and left >= 1 then
+			local connected, err = connect(held, conninfo, connect_timeout)
 			prepared = {}
-			if not conn then
+			if not connected then
 				return 0, "not_sent", "cannot connect to the database: " .. err, prepared, pooler
 			end
+			left = math.floor(deadline - now_ms())
 		end
-		local left = math.floor(timeout_ms - (now_ms() - started))
 		if left < 1 then
-			return address(conn), "busy", "the request's time ran out before it reached the database",
+			if unsent then
+				return 0, "not_sent", unsent, {}, pooler
+			end
+			return address(held.conn), "busy", "the request's time ran out before it reached the database",
 				prepared, pooler
 		end
-		local hard_deadline = started + timeout_ms + GRACE_MS
 		local outcome, value
 		if use_prepared then
-			outcome, value = run_pipeline(conn, name, template, params, left, prepared, hard_deadline,
-				app_name)
+			outcome, value = run_pipeline(held, name, template, params, left, prepared, deadline,
+				hard_deadline, app_name)
 			if outcome == "pooler" then
 				-- nothing ran: send it as a query text, now and from now on
 				use_prepared, pooler = false, true
@@ -422,39 +573,38 @@ local function thread_call(addr, conninfo, connect_timeout, name, template, para
 			end
 		end
 		if not use_prepared then
-			local body, err = build_query(conn, template, params)
-			local settings = body and build_query(conn, TIMEOUT_SQL, { tostring(left), app_name })
+			local body, err = build_query(held.conn, template, params)
+			local settings = body and build_query(held.conn, TIMEOUT_SQL, { tostring(left), app_name })
 			if not body or not settings then
-				return address(conn), "error", { sqlstate = "22021", message = err or "cannot escape" },
+				return address(held.conn), "error", { sqlstate = "22021", message = err or "cannot escape" },
 					prepared, pooler
 			end
-			local text = settings .. ";" .. body
-			if pq.PQsendQuery(conn, text) == 1 then
-				outcome, value = run_query(conn, text, hard_deadline)
-			else
-				outcome, value = "not_sent", conn_error(conn)
-			end
+			outcome, value = run_query(held, settings .. ";" .. body, deadline, hard_deadline)
 		end
 		if outcome == "unknown" then
-			finish(conn)
+			drop(held)
 			return 0, outcome, value, {}, pooler
 		elseif outcome ~= "not_sent" then
-			return address(conn), outcome, value, prepared, pooler
+			return address(held.conn), outcome, value, prepared, pooler
 		end
-		finish(conn)
-		conn = nil
-		if attempt == 2 then
-			return 0, "not_sent", "cannot send to the database: " .. tostring(value), {}, pooler
-		end
+		-- nothing of it can commit (see the top of this file)
+		drop(held)
+		held.sent = false
+		unsent = "cannot send to the database: " .. tostring(value)
 	end
+	return 0, "not_sent", unsent, {}, pooler
 end
 
 function M.thread_call(...)
-	local ok, addr, outcome, value, prepared, pooler = pcall(thread_call, ...)
+	local held = {}
+	local ok, addr, outcome, value, prepared, pooler = pcall(thread_call, held, ...)
 	if not ok then
-		-- a bug here, not the database's answer: the slot's connection may
-		-- be lost with the VM's stack; nothing is known of the call
-		return 0, "unknown", "gateway error: " .. tostring(addr), {}, false
+		-- a bug here or no memory, not the database's answer.  The
+		-- connection may be inside the call's transaction: it is closed
+		-- (drop sends nothing more of the call).  Once the call's Sync or
+		-- query text was handed to libpq it may have committed.
+		pcall(drop, held)
+		return 0, held.sent and "unknown" or "not_sent", "gateway error: " .. tostring(addr), {}, false
 	end
 	return addr, outcome, value, prepared, pooler
 end

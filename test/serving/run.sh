@@ -14,6 +14,14 @@
 #                   entry) and answered 503, code 17, Retry-After; one that
 #                   finds no free connection until then the same; 400
 #                   requests from 100 concurrent clients all answer 200
+#   25_send_stall   with the backend of the gateway's one connection stopped
+#                   (SIGSTOP: it reads nothing), a commit with a 4 MB body
+#                   is answered 503, code 17, within LN_REQUEST_TIMEOUT and
+#                   its 2 s of grace, not committed; the gateway serves again
+#   27_lua_error    a Lua error in lance_db.lua's thread_call (injected through
+#                   its arguments, by an nginx of the part's own) before the
+#                   call's Sync answers not_sent, after it unknown, and leaves
+#                   no connection open
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
 #                   password over TCP; then a TLS client certificate), two
@@ -60,6 +68,8 @@ PORT="$(find_free_port "${LN_TEST_PORT:-54571}")"
 GATEWAYS=()
 CLUSTERS=("$PGDATA_DIR")
 BACKGROUND=()
+# backends a part stopped (SIGSTOP), to go on before the cluster stops
+STOPPED=()
 HOLD_FD=""
 
 cleanup() {
@@ -68,6 +78,7 @@ cleanup() {
 	set +e
 	[[ -n "$HOLD_FD" ]] && exec {HOLD_FD}>&-
 	for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null; done
+	for pid in "${STOPPED[@]}"; do kill -CONT "$pid" 2>/dev/null; done
 	for prefix in "${GATEWAYS[@]}"; do stop_gateway "$prefix" >/dev/null 2>&1; done
 	stop_clusters "${CLUSTERS[@]}"
 	remove_work_dir "${LN_SERVING_KEEP:-0}"

@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# Sourced by test/serving/run.sh.  A server that stops reading holds a call
+# only until its deadline.  With the backend of the gateway's one connection
+# stopped (SIGSTOP: it reads nothing, as behind a network that stopped), a
+# commit with a 4 MB body, more than the socket's buffers take, is answered
+# 503 with code 17 within LN_REQUEST_TIMEOUT=3 and its 2 s of grace (a
+# blocking send would wait for as long as the backend does).  Once the
+# backend goes on it gets part of the call and the end of the connection:
+# nothing is committed, and the gateway serves again.
+gw_up send_stall LN_REQUEST_TIMEOUT=3 LN_GATEWAY_CONNECTIONS=1 || return 0
+new_table stalled_send
+request "$WORK/send_stall.read" GET "/v1/namespace/ns/table/list"
+check "a first request: 200, over the gateway's one connection" "200 1" \
+	"$(cut -d' ' -f1 "$WORK/send_stall.read.status") $(gateway_backends)"
+backend="$(sql -c "SELECT pid FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
+# a commit that would succeed, padded to 4 MB (the gateway takes up to 8 MB)
+{
+	printf '{"version": 1, "manifest_path": "serving/t.lance/_versions/1.manifest", "padding": "'
+	head -c 4000000 /dev/zero | tr '\0' x
+	printf '"}'
+} >"$WORK/send_stall.body"
+STOPPED+=("$backend")
+kill -STOP "$backend"
+curl -sS --max-time 60 -o "$WORK/send_stall.commit" -w '%{http_code} %{time_total}\n' -X POST \
+	-H "x-api-key: $KEY" -H 'content-type: application/json' --data-binary "@$WORK/send_stall.body" \
+	"$GW/v1/table/ns%24stalled_send/version/create" >"$WORK/send_stall.commit.status" 2>"$WORK/send_stall.err" ||
+	printf '000 0\n' >"$WORK/send_stall.commit.status"
+kill -CONT "$backend"
+read -r status secs <"$WORK/send_stall.commit.status"
+if [[ "$status" == 503 && "$(json_code "$WORK/send_stall.commit")" == 17 ]] &&
+	awk -v s="$secs" 'BEGIN { exit !(s < 6.5) }'; then
+	pass "a 4 MB commit to a backend that reads nothing: 503, code 17, within the deadline and its grace"
+else
+	fail "a 4 MB commit to a backend that reads nothing: 503, code 17, within the deadline and its grace" \
+		"got $status in $secs s: $(head -c 300 "$WORK/send_stall.commit" 2>/dev/null)"
+fi
+if wait_for 300 answers 0 sessions "pid = $backend"; then
+	pass "the stopped backend, going on, finds its connection closed and ends"
+else
+	fail "the stopped backend, going on, finds its connection closed and ends" \
+		"$(sql -c "SELECT state, wait_event FROM pg_stat_activity WHERE pid = $backend")"
+fi
+check "nothing was committed" "0 0" "$(versions stalled_send)"
+request "$WORK/send_stall.read" GET "/v1/namespace/ns/table/list"
+check "the gateway serves again" 200 "$(cut -d' ' -f1 "$WORK/send_stall.read.status")"
+request "$WORK/send_stall.again" POST "/v1/table/ns%24stalled_send/version/create" "$(commit_body 1)"
+check "the commit sent again with a small body succeeds" "200 1 1" \
+	"$(cut -d' ' -f1 "$WORK/send_stall.again.status") $(versions stalled_send)"
+gw_down
