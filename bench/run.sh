@@ -541,11 +541,15 @@ start_ceiling() {
 	local i
 	CEILING_PORT="$(find_free_port $((GATEWAY_PORT + 2)))"
 	CEILING_PREFIX="$TMP_DIR/ceiling"
-	make_postgres_dir "$CEILING_PREFIX" 755
-	make_postgres_dir "$CEILING_PREFIX/tmp" 700
+	# as the gateway's: its OS user's folder, nginx run as that user
+	ensure_gateway_user
+	mkdir -p "$CEILING_PREFIX"
+	chown "$LN_GATEWAY_USER:$LN_GATEWAY_USER" "$CEILING_PREFIX"
+	chmod 700 "$CEILING_PREFIX"
+	gateway_dir "$CEILING_PREFIX/tmp" 700
 	sed -e "s|@PREFIX@|$CEILING_PREFIX|g" -e "s|@PORT@|$CEILING_PORT|g" \
-		"$BENCH_DIR/nginx/ceiling.conf.in" | as_postgres tee "$CEILING_PREFIX/nginx.conf" >/dev/null
-	as_postgres nginx -q -p "$CEILING_PREFIX" -c "$CEILING_PREFIX/nginx.conf" \
+		"$BENCH_DIR/nginx/ceiling.conf.in" | gateway_file "$CEILING_PREFIX/nginx.conf" 644
+	as_gateway nginx -q -p "$CEILING_PREFIX" -c "$CEILING_PREFIX/nginx.conf" \
 		-e "$CEILING_PREFIX/error.log" || die "the nginx of benchmark 5c did not start"
 	for ((i = 0; i < 50; i++)); do
 		port_in_use "$CEILING_PORT" && return 0

@@ -176,12 +176,13 @@ as_postgres() {
 	fi
 }
 
-# Create a directory owned by postgres.  Parents are created by the caller's
-# user and must stay traversable by postgres (mode 755 is enough).
+# make_postgres_dir <dir> [<mode>] [<group>]: a directory owned by postgres
+# (group postgres unless given).  Parents are created by the caller's user
+# and must stay traversable by postgres (mode 755 is enough).
 make_postgres_dir() {
-	local dir="$1" mode="${2:-700}"
+	local dir="$1" mode="${2:-700}" group="${3:-postgres}"
 	mkdir -p "$dir"
-	chown postgres:postgres "$dir"
+	chown "postgres:$group" "$dir"
 	chmod "$mode" "$dir"
 }
 
@@ -214,10 +215,12 @@ find_free_port() {
 
 # The client authentication of the cluster scripts/run.sh makes: every
 # connection authenticates.  Over the socket, peer: the OS user postgres (the
-# server's, and the gateway's nginx, which runs as it) as database roles
-# postgres and lance_gateway, and root (which can become postgres anyway) as
-# postgres; any other OS user is refused.  Over TCP (127.0.0.1 only), SCRAM:
-# a role with a password (none of the two above has one).
+# server's) and root (which can become postgres anyway) as database role
+# postgres, and the OS user lance_gateway (the gateway's nginx: see
+# LN_GATEWAY_USER) as role lance_gateway alone; any other OS user is refused,
+# and no OS user but lance_gateway logs in as lance_gateway.  Over TCP
+# (127.0.0.1 only), SCRAM: a role with a password (none of the two above has
+# one).
 LN_RUN_HBA='# Written by lance_namespace scripts/common.sh: every connection authenticates.
 # Socket: peer, mapped by pg_ident.conf (map lance_namespace).  TCP: SCRAM
 # passwords, from this machine only.
@@ -225,6 +228,17 @@ LN_RUN_HBA='# Written by lance_namespace scripts/common.sh: every connection aut
 local   all       all                 peer map=lance_namespace
 host    all       all   127.0.0.1/32  scram-sha-256'
 LN_RUN_IDENT='# Written by lance_namespace scripts/common.sh: which OS user may connect over
+# the socket as which database role.  postgres runs the server; root can
+# become postgres anyway; lance_gateway runs the gateway (nginx), and is
+# the superuser of nothing.
+# MAPNAME         SYSTEM-USERNAME  PG-USERNAME
+lance_namespace   postgres         postgres
+lance_namespace   root             postgres
+lance_namespace   lance_gateway    lance_gateway'
+# What run.sh wrote before the gateway had an OS user of its own: the OS
+# user postgres ran nginx and logged in as lance_gateway too.
+# shellcheck disable=SC2034 # run.sh's, which sources this file
+LN_RUN_IDENT_POSTGRES_GATEWAY='# Written by lance_namespace scripts/common.sh: which OS user may connect over
 # the socket as which database role.  postgres runs the server and the
 # gateway (nginx); root can become postgres anyway.
 # MAPNAME         SYSTEM-USERNAME  PG-USERNAME
@@ -237,15 +251,23 @@ LN_RUN_HBA_TRUST='# Written by lance_namespace scripts/common.sh: local use only
 # TYPE  DATABASE  USER  ADDRESS       METHOD
 local   all       all                 trust
 host    all       all   127.0.0.1/32  trust'
-# The run cluster's socket folder: the postgres user's alone (root passes).
+# The run cluster's socket folder: the postgres user's, which the gateway's
+# OS user (its group) may enter, and no other (root passes).  PostgreSQL
+# needs write access there for the socket and its lock file (its own) and
+# leaves the socket's mode at 0777: the folder is what keeps others out.
 # shellcheck disable=SC2034 # run.sh's, which sources this file
-LN_RUN_SOCKET_MODE=700
+LN_RUN_SOCKET_MODE=750
 
-# write_run_auth <datadir>: write LN_RUN_HBA and LN_RUN_IDENT into the
-# cluster (a running server reads them at its next reload).
-write_run_auth() {
+# write_run_ident <datadir>, write_run_auth <datadir>: write LN_RUN_IDENT
+# (and LN_RUN_HBA) into the cluster (a running server reads them at its next
+# reload).
+write_run_ident() {
 	local pgdata="$1"
 	printf '%s\n' "$LN_RUN_IDENT" | as_postgres tee "$pgdata/pg_ident.conf" >/dev/null
+}
+write_run_auth() {
+	local pgdata="$1"
+	write_run_ident "$pgdata"
 	printf '%s\n' "$LN_RUN_HBA" | as_postgres tee "$pgdata/pg_hba.conf" >/dev/null
 }
 
@@ -292,18 +314,18 @@ postmaster_field() {
 	sed -n "${n}p" "$pgdata/postmaster.pid" 2>/dev/null
 }
 
-# start_cluster <datadir> <port> <socketdir> [<socketdir mode>]
+# start_cluster <datadir> <port> <socketdir> [<socketdir mode> [<its group>]]
 # Settings go on the command line, not in postgresql.conf, so the same data
 # directory can be started on another port later; pg_ctl records them in
 # postmaster.opts for restarts.  The log lives in the data dir.  The socket
-# folder is postgres's, mode 755 unless given.
+# folder is postgres's, mode 755 and group postgres unless given.
 start_cluster() {
-	local pgdata="$1" port="$2" sockdir="$3" sockmode="${4:-755}"
+	local pgdata="$1" port="$2" sockdir="$3" sockmode="${4:-755}" sockgroup="${5:-postgres}"
 	local log="$pgdata/server.log"
 	[[ "$sockdir" != *[[:space:]\'\"\\,]* ]] ||
 		die "socket directory must not contain spaces, quotes, backslashes or commas: $sockdir"
 	check_socket_dir "$sockdir"
-	make_postgres_dir "$sockdir" "$sockmode"
+	make_postgres_dir "$sockdir" "$sockmode" "$sockgroup"
 	if port_in_use "$port"; then
 		die "port $port on 127.0.0.1 is already in use; choose another"
 	fi
@@ -343,18 +365,70 @@ stop_cluster() {
 }
 
 # ---------------------------------------------------------------------------
-# Gateway: nginx with its Lua module, run as the postgres OS user (it listens
-# on an unprivileged port and reaches the server over its socket, as database
-# role lance_gateway).  nginx started by a user other than root runs its
-# workers as that user, so the workers, which connect, are postgres: the run
-# cluster authenticates them by peer (LN_RUN_IDENT), and no password is kept.
-# Its configuration is gateway/nginx.conf.in with the @...@ values filled in.
+# Gateway: nginx with its Lua module, run as an OS user of its own,
+# LN_GATEWAY_USER (it listens on an unprivileged port and reaches the server
+# over its socket, as database role lance_gateway).  nginx started by a user
+# other than root runs its workers as that user, so master and workers, and
+# the Lua code that parses every request, are lance_gateway: not postgres,
+# which owns the cluster's files and logs in as its superuser.  The run
+# cluster authenticates the workers by peer (LN_RUN_IDENT) as role
+# lance_gateway alone, and no password is kept.  Its configuration is
+# gateway/nginx.conf.in with the @...@ values filled in.
 # ---------------------------------------------------------------------------
+
+# The gateway's OS user: a system user without a shell or a home, with a
+# group of its own (the run cluster's socket folder lets that group in).
+LN_GATEWAY_USER=lance_gateway
+
+# ensure_gateway_user: create LN_GATEWAY_USER when this host lacks it, as
+# the scripts install the packages they need.
+ensure_gateway_user() {
+	local -a group=(--user-group)
+	id -u "$LN_GATEWAY_USER" >/dev/null 2>&1 && return 0
+	[[ $EUID -eq 0 ]] ||
+		die "the OS user $LN_GATEWAY_USER, which runs the gateway, is missing and this is not root; create it (useradd --system) or rerun as root"
+	getent group "$LN_GATEWAY_USER" >/dev/null && group=(--gid "$LN_GATEWAY_USER")
+	say "creating the OS user $LN_GATEWAY_USER, which runs the gateway (a system user without a shell or a home)"
+	useradd --system "${group[@]}" --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+		"$LN_GATEWAY_USER" || die "could not create the OS user $LN_GATEWAY_USER"
+}
+
+# Run a command as the gateway's OS user, from / (as as_postgres does).
+as_gateway() {
+	if [[ "$(id -un)" == "$LN_GATEWAY_USER" ]]; then
+		(cd / && "$@")
+	elif [[ $EUID -eq 0 ]]; then
+		(cd / && runuser -u "$LN_GATEWAY_USER" -- "$@")
+	else
+		die "must run as root to manage the gateway"
+	fi
+}
+
+# Inside the gateway's prefix, which its OS user owns, that user writes: a
+# link it put there could lead a write or chown of root's elsewhere.
+# gateway_dir <dir> <mode>: a folder of the prefix.
+gateway_dir() {
+	as_gateway mkdir -p "$1"
+	as_gateway chmod "$2" "$1"
+}
+
+# gateway_file <file> <mode>: standard input into a file of the prefix,
+# through a temporary file renamed over it (never half written).
+gateway_file() {
+	# shellcheck disable=SC2016 # expanded by that shell
+	as_gateway sh -c 'umask 077 && t="$(mktemp "$1.XXXXXX")" && cat >"$t" && chmod "$2" "$t" && mv -f "$t" "$1"' \
+		sh "$1" "$2"
+}
 
 gateway_running() {
 	local prefix="$1" pid
 	pid="$(cat "$prefix/nginx.pid" 2>/dev/null)" || return 1
 	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# gateway_user <prefix>: the OS user the running gateway's master runs as.
+gateway_user() {
+	ps -o user:32= -p "$(cat "$1/nginx.pid" 2>/dev/null)" 2>/dev/null | tr -d ' '
 }
 
 # The database role the gateway connects as: it logs in, is no superuser,
@@ -447,20 +521,21 @@ LN_REQUEST_TIMEOUT_DEFAULT=30
 LN_READ_MAX_LAG_DEFAULT=10
 
 # gateway_read_settings <prefix> <connections per worker>: write
-# <prefix>/database_read_url (it may hold passwords: postgres's alone) and
+# <prefix>/database_read_url (it may hold passwords: the gateway's OS user's
+# alone) and
 # set GW_READ_THREADS (threads for the standbys' calls) and GW_READ_MAX_LAG.
 gateway_read_settings() {
-	local prefix="$1" per_worker="$2" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}" tmp
+	local prefix="$1" per_worker="$2" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}"
 	local -a urls=()
 	if ! [[ "$lag" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$lag" 'BEGIN { exit !(t > 0) }'; then
 		die "LN_READ_MAX_LAG must be a positive number of seconds, got '$lag'"
 	fi
 	read -r -d '' -a urls <<<"${LN_DATABASE_READ_URL:-}" || true
-	tmp="$(mktemp "$prefix/.database_read_url.XXXXXX")"
-	((${#urls[@]} == 0)) || printf '%s\n' "${urls[@]}" >"$tmp"
-	chown postgres:postgres "$tmp"
-	chmod 600 "$tmp"
-	mv -f "$tmp" "$prefix/database_read_url"
+	if ((${#urls[@]} == 0)); then
+		gateway_file "$prefix/database_read_url" 600 </dev/null
+	else
+		printf '%s\n' "${urls[@]}" | gateway_file "$prefix/database_read_url" 600
+	fi
 	GW_READ_THREADS=$((per_worker * ${#urls[@]}))
 	((GW_READ_THREADS >= 1)) || GW_READ_THREADS=1
 	GW_READ_MAX_LAG="$lag"
@@ -474,7 +549,7 @@ gateway_psql() {
 	shift
 	[[ -x "$psql" ]] || psql="$(command -v psql || true)"
 	[[ -n "$psql" ]] || return 1
-	as_postgres env PGCONNECT_TIMEOUT=10 "$psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" "$@"
+	as_gateway env PGCONNECT_TIMEOUT=10 "$psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" "$@"
 }
 
 # default_gateway_connections <url>: a quarter of the connections the server
@@ -498,7 +573,7 @@ default_gateway_connections() {
 # start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
 # The gateway of a cluster on this machine, over its socket as role
 # lance_gateway (made here if missing; the cluster authenticates nginx's
-# workers, OS user postgres, by peer): start_gateway_url with that URL.
+# workers, OS user lance_gateway, by peer): start_gateway_url with that URL.
 start_gateway() {
 	local prefix="$1" port="$2" db="$3" pghost="$4" pgport="$5"
 	ensure_gateway_role -h "$pghost" -p "$pgport" -U postgres -d "$db"
@@ -508,15 +583,15 @@ start_gateway() {
 # start_gateway_url <prefix> <port> <libpq URI or conninfo>
 # Writes <prefix>/nginx.conf and <prefix>/database_url and starts nginx (or
 # reloads a running one) in front of that database, which it did not make.
+# nginx runs as LN_GATEWAY_USER (made here if missing), which owns <prefix>.
 # With LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (PEM files) it serves
-# HTTPS with them; the files are copied into <prefix>/tls for nginx, which
-# runs as postgres.  LN_GATEWAY_ADDRESS: the address it listens on
-# (default 127.0.0.1).
+# HTTPS with them; the files are copied into <prefix>/tls for nginx.
+# LN_GATEWAY_ADDRESS: the address it listens on (default 127.0.0.1).
 start_gateway_url() {
 	local prefix="$1" port="$2" url="$3" i
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local workers per_worker tmp
+	local workers per_worker lua
 	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
 		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
 	fi
@@ -529,38 +604,42 @@ start_gateway_url() {
 	multiarch="$(gcc -print-multiarch 2>/dev/null)" ||
 		multiarch="$(find /usr/lib -maxdepth 4 -path '*/lua/5.1/cjson.so' | sed -n 's|^/usr/lib/\([^/]*\)/lua/.*|\1|p' | head -n 1)"
 	scheme="$(gateway_scheme)"
+	ensure_gateway_user
+	mkdir -p "$prefix"
+	as_gateway test -x "$(dirname "$prefix")" ||
+		die "the OS user $LN_GATEWAY_USER, which runs the gateway, cannot reach $(dirname "$prefix") (a folder on the way is closed to it)"
+	adopt_gateway_prefix "$prefix"
 	[[ -n "$total" ]] || total="$(default_gateway_connections "$url")"
 	# one worker per core, each with an equal share of the connections
 	workers="$(nproc)"
 	((workers <= total)) || workers="$total"
 	per_worker=$((total / workers))
-	# its logs name every request's path and key id: postgres's alone
-	make_postgres_dir "$prefix" 700
-	make_postgres_dir "$prefix/tmp" 700
+	# its logs name every request's path and key id: its OS user's alone
+	chown "$LN_GATEWAY_USER:$LN_GATEWAY_USER" "$prefix"
+	chmod 700 "$prefix"
+	gateway_dir "$prefix/tmp" 700
 	# the URL may hold a password: the workers' user alone reads it
-	tmp="$(mktemp "$prefix/.database_url.XXXXXX")"
-	printf '%s\n' "$url" >"$tmp"
-	chown postgres:postgres "$tmp"
-	chmod 600 "$tmp"
-	mv -f "$tmp" "$prefix/database_url"
+	printf '%s\n' "$url" | gateway_file "$prefix/database_url" 600
 	gateway_read_settings "$prefix" "$per_worker"
-	# nginx runs as postgres, which may not be able to read the clone (in
-	# /root or a mode-700 folder): it loads a copy of the Lua code from the
-	# prefix, refreshed on every start or reload.
-	make_postgres_dir "$prefix/lua" 755
-	install -m 644 "$ROOT"/gateway/*.lua "$prefix/lua/"
+	# nginx's user may not be able to read the clone (in /root or a
+	# mode-700 folder): it loads a copy of the Lua code from the prefix,
+	# refreshed on every start or reload.
+	gateway_dir "$prefix/lua" 755
+	for lua in "$ROOT"/gateway/*.lua; do
+		gateway_file "$prefix/lua/${lua##*/}" 644 <"$lua"
+	done
 	if [[ "$scheme" == https ]]; then
 		[[ -f "${LN_GATEWAY_TLS_CERT:-}" && -r "$LN_GATEWAY_TLS_CERT" ]] ||
 			die "LN_GATEWAY_TLS_CERT must name a readable certificate file (PEM), got '${LN_GATEWAY_TLS_CERT:-}'"
 		[[ -f "${LN_GATEWAY_TLS_KEY:-}" && -r "$LN_GATEWAY_TLS_KEY" ]] ||
 			die "LN_GATEWAY_TLS_KEY must name a readable private key file (PEM), got '${LN_GATEWAY_TLS_KEY:-}'"
-		make_postgres_dir "$prefix/tls" 700
-		install -o postgres -g postgres -m 644 "$LN_GATEWAY_TLS_CERT" "$prefix/tls/cert.pem"
-		install -o postgres -g postgres -m 600 "$LN_GATEWAY_TLS_KEY" "$prefix/tls/key.pem"
+		gateway_dir "$prefix/tls" 700
+		gateway_file "$prefix/tls/cert.pem" 644 <"$LN_GATEWAY_TLS_CERT"
+		gateway_file "$prefix/tls/key.pem" 600 <"$LN_GATEWAY_TLS_KEY"
 		listen+=" ssl"
 		tls="ssl_certificate $prefix/tls/cert.pem; ssl_certificate_key $prefix/tls/key.pem; ssl_protocols TLSv1.2 TLSv1.3;"
 	else
-		rm -rf "$prefix/tls"
+		as_gateway rm -rf "$prefix/tls"
 	fi
 	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
@@ -569,17 +648,17 @@ start_gateway_url() {
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
 		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
-		as_postgres tee "$prefix/nginx.conf" >/dev/null
+		as_gateway tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
 		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"
-		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
+		as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
 		return 0
 	fi
 	if [[ "$address" == 127.0.0.1 || "$address" == 0.0.0.0 ]] && port_in_use "$port"; then
 		die "port $port on 127.0.0.1 is already in use; set another"
 	fi
 	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
-	as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
+	as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
 		die "gateway failed to start; see $prefix/error.log"
 	# port_in_use tries 127.0.0.1, which another address does not answer:
 	# there, a running master is all that can be seen from here
@@ -594,10 +673,41 @@ start_gateway_url() {
 	die "gateway does not listen on $address:$port; see $prefix/error.log"
 }
 
+# stop_gateway <prefix>: a graceful stop (QUIT, what nginx -s quit sends:
+# the workers finish their requests), without parsing nginx.conf again (a
+# broken configuration or module stops no gateway).  The signal is sent by
+# the OS user whose the prefix is, who alone writes nginx.pid (root would
+# send it to whatever pid that user wrote there): the gateway's, or postgres
+# for a prefix an earlier version made.
 stop_gateway() {
-	local prefix="$1"
+	local prefix="$1" pid as=as_gateway
 	if gateway_running "$prefix"; then
+		pid="$(cat "$prefix/nginx.pid")"
 		say "stopping gateway in $prefix"
-		as_postgres nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s quit || true
+		[[ "$(stat -c %U "$prefix")" == postgres ]] && as=as_postgres
+		# shellcheck disable=SC2016 # expanded by that shell
+		"$as" sh -c 'kill -QUIT "$1"' sh "$pid" || true
 	fi
+}
+
+# adopt_gateway_prefix <prefix>: a prefix an earlier version made is
+# postgres's (its nginx ran as postgres, with logs and temporary folders
+# there).  Its gateway, if it runs, stops first (a reload would keep it
+# postgres's; it must remove its pid file while it still may), then all of
+# the prefix becomes the gateway user's.  Once the prefix is that user's,
+# nothing here follows what that user put in it.
+adopt_gateway_prefix() {
+	local prefix="$1" user i
+	[[ "$(stat -c %U "$prefix")" != "$LN_GATEWAY_USER" ]] || return 0
+	if gateway_running "$prefix"; then
+		user="$(gateway_user "$prefix")"
+		say "restarting the gateway in $prefix, which runs as OS user ${user:-?}, as $LN_GATEWAY_USER"
+		stop_gateway "$prefix" >/dev/null
+		for ((i = 0; i < 600; i++)); do
+			gateway_running "$prefix" || break
+			sleep 0.1
+		done
+		gateway_running "$prefix" && die "the gateway in $prefix does not stop; stop it (scripts/stop.sh) and run again"
+	fi
+	chown -R "$LN_GATEWAY_USER:$LN_GATEWAY_USER" "$prefix"
 }

@@ -13,8 +13,11 @@
 #                    sslmode=verify-full, sslrootcert, sslcert and sslkey for
 #                    a client certificate.  Its role should be the gateway's
 #                    (lance_gateway: LOGIN, nothing else; README, "Security").
-#                    The gateway's workers run as the OS user postgres: the
-#                    files the URL names must be readable by it.
+#                    nginx (master and workers) runs as the OS user
+#                    lance_gateway, which this script makes when missing (a
+#                    system user without a shell or a home): the files the
+#                    URL names (passfile, sslrootcert, sslcert, sslkey) must
+#                    be readable by it.
 #   LN_GATEWAY_PORT  its port (default: 2333)
 #   LN_GATEWAY_ADDRESS  the address it listens on (default: 127.0.0.1; 0.0.0.0
 #                    for every interface)
@@ -48,12 +51,11 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 
 main() {
 	install_packages "${LN_GATEWAY_PACKAGES[@]}"
-	id postgres >/dev/null 2>&1 ||
-		die "the gateway's workers run as the OS user postgres, which this host lacks (apt-get install postgresql-common makes it)"
+	ensure_gateway_user
 	mkdir -p "$LN_DATA"
 	chmod 755 "$LN_DATA"
-	as_postgres test -x "$LN_DATA" ||
-		die "the postgres user cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
+	as_gateway test -x "$LN_DATA" ||
+		die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
 	# Not fatal: the gateway starts and connects once the database is there.
 	local found
 	if found="$(gateway_psql "$LN_DATABASE_URL" -c \

@@ -27,8 +27,11 @@
 #            "Tables on S3")
 #
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
-# socket, mode 700: the postgres user's), tables/ (lance_namespace.root and local_roots: where table data
-# and manifests go), gateway/ (nginx configuration, pid and logs), api_key
+# socket: the postgres user's, mode 750, group lance_gateway: the gateway's
+# OS user may enter, no other), tables/ (lance_namespace.root and
+# local_roots: where table data and manifests go), gateway/ (nginx
+# configuration, pid and logs: the OS user lance_gateway's, which runs
+# nginx; made when missing), api_key
 # (an administrator's API key for the gateway, mode 0600), library.sha256
 # (the build of the library the running server started with).
 # Safe to run again: every step checks before it acts.
@@ -70,34 +73,45 @@ ensure_cluster() {
 		die "$PGDATA_DIR exists, is not empty and is not a cluster; move it away"
 	else
 		# LN_DATA itself stays owned by the caller but must be traversable
-		# by postgres to reach pgdata/, run/ and tables/.
+		# by postgres to reach pgdata/, run/ and tables/, and by the
+		# gateway's OS user to reach run/ and gateway/.
 		mkdir -p "$LN_DATA"
 		chmod 755 "$LN_DATA"
 		# A folder above it that postgres cannot enter (a clone in /root)
 		# would make initdb fail with a bare "Permission denied".
 		as_postgres test -x "$LN_DATA" ||
 			die "the postgres user cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach, e.g. LN_DATA=/var/lib/lance_namespace"
+		as_gateway test -x "$LN_DATA" ||
+			die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach, e.g. LN_DATA=/var/lib/lance_namespace"
 		init_cluster "$PGDATA_DIR" run
 	fi
 }
 
 # Every connection authenticates (LN_RUN_HBA in common.sh): peer over the
-# socket for postgres (and root, as postgres) and the gateway, SCRAM over
-# TCP.  A cluster an older run.sh made trusts every local connection: its
-# pg_hba.conf, if it is still exactly what that run.sh wrote, is replaced
-# (one the operator changed is left alone).  The socket folder is postgres's
-# alone.  A running server rereads its configuration at once.
+# socket for postgres (and root, as postgres) and for the gateway's OS user
+# (as lance_gateway alone), SCRAM over TCP.  A cluster an older run.sh made
+# trusts every local connection: its pg_hba.conf, if it is still exactly
+# what that run.sh wrote, is replaced (one the operator changed is left
+# alone); so is a pg_ident.conf that maps the OS user postgres (which ran
+# the gateway) to lance_gateway.  The socket folder is postgres's, and the
+# gateway's OS user (its group) may enter it.  A running server rereads its
+# configuration at once.
 ensure_auth() {
-	local hba="$PGDATA_DIR/pg_hba.conf"
+	local hba="$PGDATA_DIR/pg_hba.conf" ident="$PGDATA_DIR/pg_ident.conf" changed=0
 	if [[ "$(cat "$hba")" == "$LN_RUN_HBA_TRUST" ]]; then
 		say "replacing pg_hba.conf, which trusts every local connection: peer over the socket, SCRAM over TCP"
 		write_run_auth "$PGDATA_DIR"
-		if cluster_running "$PGDATA_DIR"; then
-			as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
-		fi
+		changed=1
+	elif [[ "$(cat "$ident" 2>/dev/null)" == "$LN_RUN_IDENT_POSTGRES_GATEWAY" ]]; then
+		say "replacing pg_ident.conf, which lets the OS user postgres log in as $LN_GATEWAY_ROLE: the gateway runs as OS user $LN_GATEWAY_USER, which alone does"
+		write_run_ident "$PGDATA_DIR"
+		changed=1
+	fi
+	if ((changed)) && cluster_running "$PGDATA_DIR"; then
+		as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
 	fi
 	if [[ -d "$SOCKET_DIR" ]]; then
-		chown postgres:postgres "$SOCKET_DIR"
+		chown "postgres:$LN_GATEWAY_USER" "$SOCKET_DIR"
 		chmod "$LN_RUN_SOCKET_MODE" "$SOCKET_DIR"
 	fi
 }
@@ -140,7 +154,7 @@ ensure_running() {
 		fi
 		wait_ready "$SOCKET_DIR" "$LN_PORT" || die "server runs but does not accept connections; see $PGDATA_DIR/server.log"
 	else
-		start_cluster "$PGDATA_DIR" "$LN_PORT" "$SOCKET_DIR" "$LN_RUN_SOCKET_MODE"
+		start_cluster "$PGDATA_DIR" "$LN_PORT" "$SOCKET_DIR" "$LN_RUN_SOCKET_MODE" "$LN_GATEWAY_USER"
 	fi
 	library_sum >"$LIBRARY_STAMP"
 }
@@ -217,7 +231,7 @@ lance_namespace: catalog is running.
                        more keys: SELECT lance_create_api_key('<role>') (see README, "Security")
   database:  $LN_DB    (lance_namespace.root = $LN_ROOT, local_roots = $TABLES_DIR)
   connect via socket:  $PG_BIN/psql -h $SOCKET_DIR -p $LN_PORT -U postgres $LN_DB
-                       (as root or postgres: no other OS user reaches the socket)
+                       (as root or postgres: no other OS user logs in as postgres)
   connect via TCP:     $PG_BIN/psql -h 127.0.0.1 -p $LN_PORT -U <role> $LN_DB
                        (a login role with a password, SCRAM: ALTER ROLE <role> PASSWORD ...)
   connection URI:      postgresql://<role>@127.0.0.1:$LN_PORT/$LN_DB
@@ -229,6 +243,7 @@ EOF
 
 main() {
 	install_deps
+	ensure_gateway_user
 	build_and_install
 	ensure_cluster
 	ensure_auth

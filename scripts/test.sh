@@ -81,10 +81,13 @@ trap 'exit 143' TERM
 # Test server
 # ---------------------------------------------------------------------------
 # The run's temporary folder.  mktemp -d is mode 700 and root-owned: hand
-# it to postgres so the server can create pgdata/ and the socket inside.
+# it to postgres so the server can create pgdata/ and the socket inside,
+# and open it to the gateway's OS user, which reaches the socket and its
+# own folders there.
 start_test_server_dir() {
 	TMP_DIR="$(mktemp -d)"
 	chown postgres:postgres "$TMP_DIR"
+	chmod 755 "$TMP_DIR"
 }
 
 start_test_server() {
@@ -278,12 +281,17 @@ SQL
 		say "running Node tests"
 	fi
 
+	# the tests, run as postgres, read the gateway's access log: its folder,
+	# the gateway's OS user's alone, lets others pass for their time
+	chmod 711 "$gateway"
+	as_gateway chmod 644 "$gateway/access.log"
 	# the key goes through the environment, not a command line
 	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
 		LANCE_GATEWAY_LOG="$gateway/access.log" \
 		LANCE_PSQL_ARGS="-h $pghost -p $pgport -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
+	chmod 700 "$gateway"
 	count_node "$log" "$rc"
 	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$gateway/error.log" 2>/dev/null)"
 }

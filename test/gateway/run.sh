@@ -287,7 +287,7 @@ chmod 600 "$TLS/key.pem"
 TLS_PORT="$(find_free_port $((HTTP_PORT + 1)))"
 LN_GATEWAY_TLS_CERT="$TLS/cert.pem" LN_GATEWAY_TLS_KEY="$TLS/key.pem" \
 	start_gateway "$TLS_PREFIX" "$TLS_PORT" "$DB" "$SOCK" "$PORT" >/dev/null
-check "the private key's copy is the postgres user's alone" "600 postgres" \
+check "the private key's copy is the gateway's OS user's alone" "600 lance_gateway" \
 	"$(stat -c '%a %U' "$TLS_PREFIX/tls/key.pem")"
 SURL="https://127.0.0.1:$TLS_PORT/v1"
 expect "HTTPS, x-api-key" 200 - --cacert "$TLS/cert.pem" -H "x-api-key: $KEY" "$SURL/namespace/gw/list"

@@ -7,6 +7,12 @@
 # socket nor over TCP without a password, while root connects as the README
 # says, the gateway by peer, and a role with a password over TCP (SCRAM); a
 # cluster an older run.sh made to trust every local connection is fixed.
+# The gateway's nginx (master and workers) runs as the OS user
+# lance_gateway, which logs in as role lance_gateway alone (not as
+# postgres), reads none of the cluster's files, and is the only OS user that
+# logs in as lance_gateway over the socket; a cluster and gateway an older
+# run.sh made (nginx as postgres, which pg_ident.conf mapped to
+# lance_gateway) are moved to that on the next run.
 #
 # Runs as root.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
 # exits 0 only when every check passed.
@@ -62,27 +68,59 @@ check "the gateway connects as lance_gateway" "lance_gateway" \
 		-c "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name <> 'psql' AND usename = 'lance_gateway'")"
 
 # Who reaches the cluster.  psql -w never asks for a password.
-as_nobody() { (cd / && runuser -u nobody -- "$@"); }
-# refused <check> <psql args...>: the connection fails, as OS user nobody
-refused() {
-	local what="$1" out
+as_user() { (cd / && runuser -u "$@"); }
+as_nobody() { as_user nobody -- "$@"; }
+# login_as <OS user> <psql args...>: the role psql logs in as, or the error
+login_as() {
+	local user="$1"
 	shift
-	if out="$(as_nobody "$PG_BIN/psql" -X -w -At -p "$PORT" -d lance "$@" -c 'SELECT current_user' 2>&1)"; then
+	as_user "$user" -- "$PG_BIN/psql" -X -w -At -p "$PORT" -d lance "$@" -c 'SELECT current_user' 2>&1
+}
+# refused_as <OS user> <check> <psql args...>: the connection fails
+refused_as() {
+	local user="$1" what="$2" out
+	shift 2
+	if out="$(login_as "$user" "$@")"; then
 		fail "$what" "connected: $out"
 	else
 		pass "$what"
 	fi
+}
+# refused <check> <psql args...>: the connection fails, as OS user nobody
+refused() { refused_as nobody "$@"; }
+# The OS users the gateway's nginx runs as: its master's, then its workers'.
+nginx_users() {
+	local master
+	master="$(cat "$DATA/gateway/nginx.pid")"
+	printf '%s / %s\n' "$(ps -o user:32= -p "$master" | tr -d ' ')" \
+		"$(ps -o user:32= --ppid "$master" | tr -d ' ' | sort -u | tr '\n' ' ')"
 }
 check_auth() {
 	local when="$1"
 	refused "OS user nobody cannot connect as postgres over TCP ($when)" -h 127.0.0.1 -U postgres
 	refused "OS user nobody cannot connect as lance_gateway over TCP ($when)" -h 127.0.0.1 -U lance_gateway
 	refused "OS user nobody cannot connect over the socket ($when)" -h "$DATA/run" -U postgres
-	check "the socket folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/run")"
+	refused "OS user nobody cannot connect as lance_gateway over the socket ($when)" -h "$DATA/run" -U lance_gateway
+	check "the socket folder is postgres's, open to the gateway's group alone ($when)" "750 postgres lance_gateway" \
+		"$(stat -c '%a %U %G' "$DATA/run")"
 	# the gateway's logs name every request's path and key id
 	check "OS user nobody reads none of the gateway's files ($when)" "refused" \
 		"$(as_nobody cat "$DATA/gateway/access.log" "$DATA/gateway/error.log" >/dev/null 2>&1 && echo read || echo refused)"
-	check "the gateway's folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/gateway")"
+	check "the gateway's folder is its OS user's alone ($when)" "700 lance_gateway" "$(stat -c '%a %U' "$DATA/gateway")"
+	check "the gateway's database URL is its OS user's alone ($when)" "600 lance_gateway" \
+		"$(stat -c '%a %U' "$DATA/gateway/database_url")"
+	# a flaw in nginx or its Lua is no superuser's: they run as lance_gateway
+	check "nginx's master and workers run as the OS user lance_gateway ($when)" "lance_gateway / lance_gateway " "$(nginx_users)"
+	check "the OS user lance_gateway logs in as lance_gateway over the socket ($when)" lance_gateway \
+		"$(login_as lance_gateway -h "$DATA/run" -U lance_gateway)"
+	refused_as lance_gateway "the OS user lance_gateway cannot log in as postgres over the socket ($when)" \
+		-h "$DATA/run" -U postgres
+	check "the OS user lance_gateway reads nothing of the cluster's folder ($when)" "refused" \
+		"$(as_user lance_gateway -- ls "$DATA/pgdata" >/dev/null 2>&1 && echo read || echo refused)"
+	refused_as postgres "the OS user postgres cannot log in as lance_gateway over the socket ($when)" \
+		-h "$DATA/run" -U lance_gateway
+	check "the OS user postgres logs in as postgres over the socket ($when)" postgres \
+		"$(login_as postgres -h "$DATA/run" -U postgres)"
 	check "no rule of pg_hba.conf trusts ($when)" "0 0" \
 		"$("$PG_BIN/psql" -X -At -F ' ' -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 			-c "SELECT count(*) FILTER (WHERE auth_method = 'trust'), count(*) FILTER (WHERE error IS NOT NULL) FROM pg_hba_file_rules")"
@@ -127,6 +165,37 @@ grep -q "replacing pg_hba.conf, which trusts every local connection" "$WORK/run2
 	pass "run.sh says it replaces the old pg_hba.conf that trusts" ||
 	fail "run.sh says it replaces the old pg_hba.conf that trusts" "$(tail -n 20 "$WORK/run2b.log")"
 check_auth "a cluster an older run.sh made"
+
+# The cluster and gateway of a run.sh from before the gateway had an OS user
+# of its own: pg_ident.conf let the OS user postgres log in as
+# lance_gateway, the socket folder was postgres's alone, and nginx ran as
+# postgres in a folder of postgres's.
+stop_gateway "$DATA/gateway" >/dev/null
+for _ in $(seq 100); do gateway_running "$DATA/gateway" || break; sleep 0.1; done
+printf '%s\n' "$LN_RUN_IDENT_POSTGRES_GATEWAY" >"$DATA/pgdata/pg_ident.conf"
+chown postgres:postgres "$DATA/run"
+chmod 700 "$DATA/run"
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$DATA/pgdata" reload >/dev/null
+chown -R postgres:postgres "$DATA/gateway"
+runuser -u postgres -- nginx -q -p "$DATA/gateway" -c "$DATA/gateway/nginx.conf" -e "$DATA/gateway/error.log" ||
+	fail "nginx starts as postgres" "$(tail -n 3 "$DATA/gateway/error.log")"
+check "(as an older run.sh ran it) nginx runs as postgres, and answers" "postgres / postgres  200" \
+	"$(nginx_users) $(status "$KEY" /v1/namespace/%24/list)"
+if run_catalog >"$WORK/run2c.log" 2>&1; then pass "scripts/run.sh over them"; else fail "scripts/run.sh over them" "$(tail -n 20 "$WORK/run2c.log")"; fi
+if grep -q "replacing pg_ident.conf, which lets the OS user postgres log in as lance_gateway" "$WORK/run2c.log"; then
+	pass "run.sh says it replaces that pg_ident.conf"
+else
+	fail "run.sh says it replaces that pg_ident.conf" "$(tail -n 20 "$WORK/run2c.log")"
+fi
+if grep -q "restarting the gateway in $DATA/gateway, which runs as OS user postgres, as lance_gateway" "$WORK/run2c.log"; then
+	pass "run.sh says it restarts the gateway as lance_gateway"
+else
+	fail "run.sh says it restarts the gateway as lance_gateway" "$(tail -n 20 "$WORK/run2c.log")"
+fi
+check "the key works through the restarted gateway" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+check_auth "a cluster whose gateway ran as postgres"
+check "nothing in the gateway's folder is postgres's any more" "" \
+	"$(find "$DATA/gateway" -user postgres | head -n 3)"
 
 "$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 	-c "SELECT lance_revoke_api_key('${KEY:0:16}')" >/dev/null

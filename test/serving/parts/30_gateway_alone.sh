@@ -34,7 +34,7 @@ check "each logs its own request" "1 1" \
 	"$(access_log_fields "$WORK/alone1/gateway/access.log" | grep -c ' GET /v1/namespace/ns/table/list 200 ') $(access_log_fields "$WORK/alone2/gateway/access.log" | grep -c ' GET /v1/namespace/ns/table/list 200 ')"
 check "they connect over TCP as lance_gateway, by password" 2 \
 	"$(sessions "usename = 'lance_gateway' AND client_addr = '127.0.0.1' AND application_name = 'lance_gateway'")"
-check "the URL is the workers' user's alone" "600 postgres" "$(stat -c '%a %U' "$WORK/alone1/gateway/database_url")"
+check "the URL is the workers' user's alone" "600 lance_gateway" "$(stat -c '%a %U' "$WORK/alone1/gateway/database_url")"
 if grep -q 'gw-secret' "$WORK/alone1/gateway/nginx.conf" "$WORK/alone1.log"; then
 	fail "the password is neither in nginx.conf nor in the script's output"
 else
@@ -65,9 +65,10 @@ check "then the second" 000 "$(alone_status "$P2")"
 
 # TLS with a client certificate: the server takes lance_gateway over TCP by
 # its certificate alone (hostssl ... cert), the gateway's URL names the CA
-# and its certificate and key (files the postgres OS user reads)
+# and its certificate and key (files the OS user lance_gateway reads, as
+# the server reads its own: each its own key, mode 600)
 TLS="$WORK/tls"
-make_postgres_dir "$TLS" 700
+mkdir -m 755 "$TLS"
 tls_made=1
 (
 	cd "$TLS" &&
@@ -77,9 +78,10 @@ tls_made=1
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=lance_gateway" -keyout client.key -out client.csr &&
 		openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out client.crt
 ) >"$WORK/tls.log" 2>&1 || tls_made=0
-chown -R postgres:postgres "$TLS"
-chmod 600 "$TLS"/*.key
 if ((tls_made)); then
+	chown postgres:postgres "$TLS"/server.* "$TLS"/ca.*
+	chown lance_gateway:lance_gateway "$TLS"/client.*
+	chmod 600 "$TLS"/*.key
 	sed -i '1s/.*/hostssl all lance_gateway 127.0.0.1\/32 cert/' "$PGDATA_DIR/pg_hba.conf"
 	sql -c "ALTER SYSTEM SET ssl = on" -c "ALTER SYSTEM SET ssl_cert_file = '$TLS/server.crt'" \
 		-c "ALTER SYSTEM SET ssl_key_file = '$TLS/server.key'" -c "ALTER SYSTEM SET ssl_ca_file = '$TLS/ca.crt'" >/dev/null
