@@ -38,9 +38,18 @@ use_pg_version() {
 }
 # What the gateway alone needs (scripts/gateway.sh): nginx with its Lua
 # module (lua-resty-core: ngx.semaphore), lua-cjson, libpq (which
-# gateway/lance_db.lua calls through LuaJIT's FFI), psql (to ask the
-# server's max_connections), and procps.
-LN_GATEWAY_PACKAGES=(nginx libnginx-mod-http-lua lua-resty-core lua-cjson libpq5 postgresql-client procps)
+# gateway/lance_db.lua calls through LuaJIT's FFI), the luajit interpreter
+# (scripts/gateway_query.lua: the database's checks before nginx starts,
+# with libpq too: psql takes a URL, password and all, only on its command
+# line), and procps.  The interpreter is that of the LuaJIT nginx's module
+# runs, OpenResty's: Debian 12 ships it as luajit2 (its luajit is another
+# LuaJIT, whose library apt puts in the place of the module's, removing the
+# module), Debian 13 on as luajit.
+LN_LUAJIT_PACKAGE=luajit
+if grep -qx 'VERSION_ID="12"' /etc/os-release 2>/dev/null; then
+	LN_LUAJIT_PACKAGE=luajit2
+fi
+LN_GATEWAY_PACKAGES=(nginx libnginx-mod-http-lua lua-resty-core lua-cjson libpq5 "$LN_LUAJIT_PACKAGE" procps)
 
 if [[ -n "${LN_PG_VERSION:-}" ]]; then
 	[[ "$LN_PG_VERSION" =~ ^[0-9]+$ ]] || {
@@ -89,9 +98,11 @@ missing_packages() {
 # The Debian packages the tests need besides LN_PACKAGES: Node and npm for
 # the end-to-end tests (scripts/test.sh installs them when missing); jq and
 # Prometheus's Python client for test/gateway, which reads the JSON access
-# log and parses /metrics with prometheus_client's own parser (it installs
-# them when missing: LN_GATEWAY_TEST_PACKAGES).
-LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client)
+# log and parses /metrics with prometheus_client's own parser, and strace
+# for test/serving, which sees the arguments of every program
+# scripts/gateway.sh starts (they install them when missing:
+# LN_GATEWAY_TEST_PACKAGES).
+LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client strace)
 # shellcheck disable=SC2034 # test.sh's and debian_root.sh's
 LN_TEST_PACKAGES=(nodejs npm "${LN_GATEWAY_TEST_PACKAGES[@]}")
 
@@ -541,15 +552,19 @@ gateway_read_settings() {
 	GW_READ_MAX_LAG="$lag"
 }
 
-# gateway_psql <url> <psql args...>: psql to the gateway's database as the
-# gateway connects (its OS user, its URL).  PG_BIN's psql, else Debian's
-# wrapper (a host with the client alone).
-gateway_psql() {
-	local url="$1" psql="$PG_BIN/psql"
-	shift
-	[[ -x "$psql" ]] || psql="$(command -v psql || true)"
-	[[ -n "$psql" ]] || return 1
-	as_gateway env PGCONNECT_TIMEOUT=10 "$psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" "$@"
+# gateway_query <url> <sql>: run <sql> in the gateway's database as the
+# gateway connects (its OS user, LN_GATEWAY_USER; libpq with its URL) and
+# print the rows, fields separated by |.  scripts/gateway_query.lua does it
+# with luajit: the URL (it may hold a password) goes on its standard input,
+# and its program as text on its command line, since the clone may lie in a
+# folder that user cannot read; no command line, which every local user
+# sees (ps), holds the URL.  Exit status 0, 1 the query failed, 2 no
+# connection; libpq's messages, which may quote the URL, are never printed.
+gateway_query() {
+	local url="$1" sql="$2" luajit program
+	luajit="$(command -v luajit)" || return 2
+	program="$(<"$ROOT/scripts/gateway_query.lua")"
+	as_gateway env LN_QUERY="$sql" "$luajit" -e "$program" <<<"$url"
 }
 
 # default_gateway_connections <url>: a quarter of the connections the server
@@ -558,7 +573,7 @@ gateway_psql() {
 # from 2 to 64; 16 when the server cannot be asked.
 default_gateway_connections() {
 	local url="$1" free
-	free="$(gateway_psql "$url" -c "SELECT pg_catalog.current_setting('max_connections')::int
+	free="$(gateway_query "$url" "SELECT pg_catalog.current_setting('max_connections')::int
 		- pg_catalog.current_setting('superuser_reserved_connections')::int" 2>/dev/null)" || free=""
 	if [[ ! "$free" =~ ^[0-9]+$ ]]; then
 		echo 16

@@ -57,13 +57,17 @@ main() {
 	as_gateway test -x "$LN_DATA" ||
 		die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
 	# Not fatal: the gateway starts and connects once the database is there.
-	local found
-	if found="$(gateway_psql "$LN_DATABASE_URL" -c \
-		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL" 2>&1)"; then
-		[[ "$found" == t ]] ||
-			say "warning: the database of LN_DATABASE_URL has no lance_rest(): install the extension there (README, \"The gateway alone\")"
-	else
-		say "warning: cannot reach the database of LN_DATABASE_URL now (the gateway will connect when it can): $(head -n 1 <<<"$found")"
+	# The warnings are fixed texts: libpq's message may quote the URL (a
+	# malformed one's password too); the gateway's error.log has it.
+	local found status=0
+	found="$(gateway_query "$LN_DATABASE_URL" \
+		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL")" || status=$?
+	if ((status == 2)); then
+		say "warning: cannot reach the database of LN_DATABASE_URL now; the gateway connects when it can. Why not: curl $(gateway_scheme)://${LN_GATEWAY_ADDRESS:-127.0.0.1}:$LN_GATEWAY_PORT/readyz once it runs, then read $LN_DATA/gateway/error.log"
+	elif ((status != 0)); then
+		say "warning: the database of LN_DATABASE_URL did not answer whether it has lance_rest() (README, \"The gateway alone\")"
+	elif [[ "$found" != t ]]; then
+		say "warning: the database of LN_DATABASE_URL has no lance_rest(): install the extension there (README, \"The gateway alone\")"
 	fi
 	start_gateway_url "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DATABASE_URL"
 	cat <<EOF
