@@ -197,6 +197,40 @@ make_postgres_dir() {
 	chmod "$mode" "$dir"
 }
 
+# ensure_data_dir <dir> <example> <user>...: the state folder LN_DATA,
+# through which the OS users given (postgres, the server's; LN_GATEWAY_USER,
+# the gateway's) must pass to the folders made for them inside.  A missing
+# one is made, mode 755.  One that exists is taken as it is, its mode never
+# changed: it may be an operator's folder (a home, a folder of mode 700 with
+# other things in it) that is not ours to open to every user.  When one of
+# the users cannot pass through it (or a folder above it), this stops,
+# naming that user, that folder and what to do.
+ensure_data_dir() {
+	local dir="$1" example="$2" user path part
+	local -a parts=()
+	shift 2
+	# shellcheck disable=SC2174 # folders above it take the umask's mode: a closed one is named below
+	[[ -e "$dir" ]] || mkdir -p -m 755 "$dir"
+	[[ -d "$dir" ]] || die "LN_DATA ($dir) is not a folder"
+	IFS=/ read -r -a parts <<<"${dir#/}"
+	for user in "$@"; do
+		as_user "$user" test -x "$dir" && continue
+		path=""
+		for part in "${parts[@]}"; do
+			path+="/$part"
+			as_user "$user" test -x "$path" || break
+		done
+		die "the OS user $user cannot pass through $path to reach LN_DATA ($dir); this script changes the mode of no folder it did not make. Let it through (chmod o+x $path: others may then pass through, not list it; or setfacl -m u:$user:x $path), or set LN_DATA to a folder it can reach, e.g. LN_DATA=$example"
+	done
+}
+
+# as_user <postgres or LN_GATEWAY_USER> <command...>: as_postgres or as_gateway.
+as_user() {
+	local user="$1"
+	shift
+	if [[ "$user" == postgres ]]; then as_postgres "$@"; else as_gateway "$@"; fi
+}
+
 # Reject a socket directory whose path would not fit in sun_path.
 check_socket_dir() {
 	local dir="$1"

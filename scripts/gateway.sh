@@ -22,7 +22,10 @@
 #   LN_GATEWAY_ADDRESS  the address it listens on (default: 127.0.0.1; 0.0.0.0
 #                    for every interface)
 #   LN_DATA          state directory: its configuration and logs go to
-#                    LN_DATA/gateway (default: <project>/.data)
+#                    LN_DATA/gateway (default: <project>/.data).  Made (mode
+#                    755) if missing; an existing one keeps its mode, and
+#                    the OS user lance_gateway must be able to pass
+#                    through it
 #   LN_REQUEST_TIMEOUT  seconds a request may take (default 30): past it the
 #                    database cancels it, rolls it back, and it is answered
 #                    503 (code 17) with Retry-After
@@ -52,10 +55,7 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 main() {
 	install_packages "${LN_GATEWAY_PACKAGES[@]}"
 	ensure_gateway_user
-	mkdir -p "$LN_DATA"
-	chmod 755 "$LN_DATA"
-	as_gateway test -x "$LN_DATA" ||
-		die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
+	ensure_data_dir "$LN_DATA" /var/lib/lance_gateway "$LN_GATEWAY_USER"
 	# Not fatal: the gateway starts and connects once the database is there.
 	# The warnings are fixed texts: libpq's message may quote the URL (a
 	# malformed one's password too); the gateway's error.log has it.

@@ -8,7 +8,8 @@
 # users and out of nginx.conf; a wrong password is 503 with code 17.  A
 # gateway connects with a TLS client certificate the server takes alone
 # (hostssl ... cert).  gateway.sh's checks of the database put the URL on
-# no command line and quote nothing of it in a warning.
+# no command line and quote nothing of it in a warning; an LN_DATA that
+# exists keeps its mode.
 # the cluster takes lance_gateway over TCP by password only
 sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
@@ -129,7 +130,6 @@ gateway_sh() {
 		exec bash "$ROOT/scripts/gateway.sh"
 	) >"$WORK/$name.log" 2>&1
 }
-
 # The URL reaches the database's checks (lance_rest() there?
 # max_connections?) on no command line, which ps shows every user: with
 # gateway.sh under strace, no program starts with the password in its
@@ -181,6 +181,30 @@ if grep -q 'warning: cannot reach the database' "$WORK/leak.log" && ! grep -q zz
 else
 	fail "a malformed URL: gateway.sh warns, and says nothing of its password" "$(cat "$WORK/leak.log")"
 fi
+
+# An LN_DATA that exists is the operator's, its mode theirs: one of mode 700
+# that the gateway's OS user (lance_gateway) cannot pass through stays 700,
+# and gateway.sh stops there, says so, and makes nothing in it; one of 711
+# stays 711 and serves.
+mkdir -m 700 "$WORK/closed"
+touch "$WORK/closed/private"
+if gateway_sh closed LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
+	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through" "$(cat "$WORK/closed.log")"
+	LN_DATA="$WORK/closed" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	wait_for 100 answers 000 alone_status "$P5" || true
+elif grep -q "the OS user lance_gateway cannot pass through $WORK/closed" "$WORK/closed.log"; then
+	pass "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why"
+else
+	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why" "$(cat "$WORK/closed.log")"
+fi
+check "that LN_DATA keeps its mode, and nothing is made there" "700 private" "$(stat -c %a "$WORK/closed") $(ls "$WORK/closed")"
+mkdir -m 711 "$WORK/passable"
+gateway_sh passable LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 ||
+	fail "gateway.sh in an LN_DATA of mode 711" "$(cat "$WORK/passable.log")"
+check "an LN_DATA of mode 711 keeps it, and the gateway there answers" "711 200" \
+	"$(stat -c %a "$WORK/passable") $(alone_status "$P5")"
+LN_DATA="$WORK/passable" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
 
 sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
