@@ -619,6 +619,61 @@ default_gateway_connections() {
 	echo "$free"
 }
 
+# What start_gateway_url puts into nginx.conf from the environment is
+# checked first: sed writes each value in as it is, and a quote, a ';', a
+# brace, a '$' or a line break there would end nginx's string and add
+# configuration of its own (or Lua code: nginx.conf holds some).  Host
+# names: letters, digits, '.' and '-', or an IPv6 address in brackets;
+# origins: scheme://host or scheme://host:port; the address it listens on:
+# IPv4, or IPv6 in brackets; its folder: a path of letters, digits and
+# / . _ - + , : = ~.
+LN_GATEWAY_HOST_FORM='^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$'
+LN_GATEWAY_ORIGIN_FORM='^[A-Za-z][A-Za-z0-9+.-]*://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$'
+LN_GATEWAY_ADDRESS_FORM='^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9A-Fa-f:.]+\])$'
+LN_GATEWAY_PATH_FORM='^/[A-Za-z0-9/._+,:=~-]*$'
+
+# gateway_words <variable> <form> <what>: set GATEWAY_WORDS to the words of
+# the variable's value (separated by any white space) joined by single
+# spaces; die naming the first word not of <form>.
+gateway_words() {
+	local name="$1" form="$2" what="$3" word IFS=$' \t\n'
+	local -a words=()
+	read -r -d '' -a words <<<"${!name:-}" || true
+	for word in "${words[@]}"; do
+		[[ "$word" =~ $form ]] ||
+			die "$name must list $what, separated by spaces: '$word' is none (the list goes into nginx.conf)"
+	done
+	GATEWAY_WORDS="${words[*]}"
+}
+
+# check_gateway_settings <prefix> <port>: die unless the gateway's settings
+# (LN_REQUEST_TIMEOUT, LN_GATEWAY_CONNECTIONS, LN_GATEWAY_ADDRESS,
+# LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS, its folder and port) have their
+# forms; set GATEWAY_HOSTS and GATEWAY_ORIGINS to the lists as nginx.conf
+# takes them.  It changes nothing: scripts/gateway.sh and scripts/run.sh
+# call it before they start, start_gateway_url before it writes anything.
+check_gateway_settings() {
+	local prefix="$1" port="$2"
+	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
+	local address="${LN_GATEWAY_ADDRESS:-127.0.0.1}"
+	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
+		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
+	fi
+	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
+		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
+	if ! [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
+		die "LN_GATEWAY_PORT must be a port number (1 to 65535), got '$port'"
+	fi
+	[[ "$address" =~ $LN_GATEWAY_ADDRESS_FORM ]] ||
+		die "LN_GATEWAY_ADDRESS must be an IPv4 address (127.0.0.1; 0.0.0.0 for every interface) or an IPv6 one in brackets ([::1]; [::] for every interface), got '$address'"
+	[[ "$prefix" =~ $LN_GATEWAY_PATH_FORM ]] ||
+		die "LN_DATA must be a path of letters, digits and / . _ - + , : = ~ (the gateway's folder in it goes into nginx.conf), got '$prefix'"
+	gateway_words LN_GATEWAY_HOSTS "$LN_GATEWAY_HOST_FORM" "host names (letters, digits, '.' and '-') or IP addresses (IPv6 in brackets)"
+	GATEWAY_HOSTS="$GATEWAY_WORDS"
+	gateway_words LN_GATEWAY_ORIGINS "$LN_GATEWAY_ORIGIN_FORM" "web origins (scheme://host or scheme://host:port, as browsers send them in Origin)"
+	GATEWAY_ORIGINS="$GATEWAY_WORDS"
+}
+
 # start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
 # The gateway of a cluster on this machine, over its socket as role
 # lance_gateway (made here if missing; the cluster authenticates nginx's
@@ -633,6 +688,7 @@ start_gateway() {
 # Writes <prefix>/nginx.conf and <prefix>/database_url and starts nginx (or
 # reloads a running one) in front of that database, which it did not make.
 # nginx runs as LN_GATEWAY_USER (made here if missing), which owns <prefix>.
+# Its settings are checked first (check_gateway_settings).
 # With LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (PEM files) it serves
 # HTTPS with them; the files are copied into <prefix>/tls for nginx.
 # LN_GATEWAY_ADDRESS: the address it listens on (default 127.0.0.1).
@@ -641,17 +697,12 @@ start_gateway_url() {
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
 	local workers per_worker lua
-	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
-		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
-	fi
-	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
-		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
-	local address_form='^[][0-9a-fA-F.:]+$'
-	[[ "$address" =~ $address_form ]] || die "LN_GATEWAY_ADDRESS must be an IP address, got '$address'"
+	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
 	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
 	multiarch="$(gcc -print-multiarch 2>/dev/null)" ||
 		multiarch="$(find /usr/lib -maxdepth 4 -path '*/lua/5.1/cjson.so' | sed -n 's|^/usr/lib/\([^/]*\)/lua/.*|\1|p' | head -n 1)"
+	[[ "$multiarch" =~ ^[A-Za-z0-9_-]*$ ]] || die "unexpected multiarch name '$multiarch'"
 	scheme="$(gateway_scheme)"
 	ensure_gateway_user
 	mkdir -p "$prefix"
@@ -695,8 +746,8 @@ start_gateway_url() {
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
-		-e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
-		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
+		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
+		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in" |
 		as_gateway tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
 		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"

@@ -20,7 +20,7 @@
 #                    be readable by it.
 #   LN_GATEWAY_PORT  its port (default: 2333)
 #   LN_GATEWAY_ADDRESS  the address it listens on (default: 127.0.0.1; 0.0.0.0
-#                    for every interface)
+#                    for every interface; IPv6 in brackets, [::1])
 #   LN_DATA          state directory: its configuration and logs go to
 #                    LN_DATA/gateway (default: <project>/.data).  Made (mode
 #                    755) if missing; an existing one keeps its mode, and
@@ -36,8 +36,12 @@
 #                    spaces: reads go there, with read-your-writes per API
 #                    key (README, "Replicas and failover"); default none
 #   LN_READ_MAX_LAG  seconds a standby may lag before it is skipped (default 10)
-#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY, LN_GATEWAY_HOSTS,
-#   LN_GATEWAY_ORIGINS  as for scripts/run.sh
+#   LN_GATEWAY_HOSTS  host names it serves besides 127.0.0.1, localhost and
+#                    [::1] (letters, digits, '.' and '-', or an IPv6 address
+#                    in brackets), separated by spaces; others are 421
+#   LN_GATEWAY_ORIGINS  web origins whose pages may call it
+#                    (scheme://host[:port]), separated by spaces
+#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  as for scripts/run.sh
 #
 # Several gateways (each with its own LN_DATA and port) may serve one
 # database side by side.
@@ -51,6 +55,8 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 [[ -n "${LN_DATABASE_URL:-}" ]] ||
 	die "LN_DATABASE_URL must name the database, e.g. postgresql://lance_gateway@db.example:5432/lance"
 [[ "$LN_GATEWAY_PORT" =~ ^[0-9]+$ ]] || die "LN_GATEWAY_PORT must be a number, got '$LN_GATEWAY_PORT'"
+# before anything is installed, made or written
+check_gateway_settings "$LN_DATA/gateway" "$LN_GATEWAY_PORT"
 
 main() {
 	install_packages "${LN_GATEWAY_PACKAGES[@]}"

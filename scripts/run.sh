@@ -14,6 +14,8 @@
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS  host names and web origins the
+#                    gateway serves, as for scripts/gateway.sh
 #   LN_REQUEST_TIMEOUT  seconds a request through the gateway may take
 #                    (default 30): past it, cancelled in the database, rolled
 #                    back and answered 503 (code 17) with Retry-After
@@ -58,6 +60,7 @@ LN_ROOT="${LN_ROOT:-$TABLES_DIR}"
 	die "LN_ROOT must be an absolute path or an s3://bucket/prefix URI, got '$LN_ROOT'"
 # Checked before anything is created, not only when the server starts.
 check_socket_dir "$SOCKET_DIR"
+check_gateway_settings "$LN_DATA/gateway" "$LN_GATEWAY_PORT"
 
 # psql as the calling user, connected as database superuser postgres over the
 # socket.  -X skips ~/.psqlrc so a personal config cannot change the output.

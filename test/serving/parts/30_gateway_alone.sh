@@ -9,7 +9,7 @@
 # gateway connects with a TLS client certificate the server takes alone
 # (hostssl ... cert).  gateway.sh's checks of the database put the URL on
 # no command line and quote nothing of it in a warning; an LN_DATA that
-# exists keeps its mode.
+# exists keeps its mode; what goes into nginx.conf is checked.
 # the cluster takes lance_gateway over TCP by password only
 sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
@@ -130,6 +130,15 @@ gateway_sh() {
 		exec bash "$ROOT/scripts/gateway.sh"
 	) >"$WORK/$name.log" 2>&1
 }
+# status_as <port> <header...>: the status of a listing with the key and those headers
+status_as() {
+	local gw_port="$1" args=() header
+	shift
+	for header in "$@"; do args+=(-H "$header"); done
+	curl -s --max-time 20 -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" "${args[@]}" \
+		"http://127.0.0.1:$gw_port/v1/namespace/ns/table/list" || true
+}
+
 # The URL reaches the database's checks (lance_rest() there?
 # max_connections?) on no command line, which ps shows every user: with
 # gateway.sh under strace, no program starts with the password in its
@@ -204,6 +213,46 @@ gateway_sh passable LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWA
 check "an LN_DATA of mode 711 keeps it, and the gateway there answers" "711 200" \
 	"$(stat -c %a "$WORK/passable") $(alone_status "$P5")"
 LN_DATA="$WORK/passable" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+
+# What goes into nginx.conf is checked: a quote in LN_GATEWAY_HOSTS or
+# LN_GATEWAY_ORIGINS would end nginx's string and add directives of its own
+# (here lua_code_cache off); a line break, a brace, a $ (an nginx variable);
+# an address without brackets; an LN_DATA with a ';'.  gateway.sh stops,
+# naming the setting, and writes no nginx.conf.
+i=0
+# shellcheck disable=SC2016 # the $ are the values
+for setting in 'LN_GATEWAY_HOSTS=x"; lua_code_cache off; set $lance_x "' \
+	'LN_GATEWAY_ORIGINS=https://app.example"; lua_code_cache off; set $lance_x "' \
+	$'LN_GATEWAY_HOSTS=catalog.example\n}' 'LN_GATEWAY_ORIGINS=https://${host}' \
+	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir"; do
+	i=$((i + 1))
+	name="${setting%%=*}"
+	shown="$name=$(printf '%q' "${setting#*=}")"
+	data="$WORK/inject$i"
+	[[ "$name" == LN_DATA ]] && data="${setting#*=}"
+	if gateway_sh "inject$i" LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 "$setting"; then
+		fail "$shown: gateway.sh stops" "$(tail -n 3 "$WORK/inject$i.log")"
+		LN_DATA="$data" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+		wait_for 100 answers 000 alone_status "$P5" || true
+	elif grep -q "error: $name" "$WORK/inject$i.log" && [[ ! -e "$data/gateway/nginx.conf" ]]; then
+		pass "$shown: gateway.sh stops, naming it, and writes no nginx.conf"
+	else
+		fail "$shown: gateway.sh stops, naming it, and writes no nginx.conf" "$(cat "$WORK/inject$i.log")"
+	fi
+done
+
+# Host names and origins separated by any white space are served
+if gateway_sh lists LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 \
+	$'LN_GATEWAY_HOSTS=catalog.example\t[fd00::1]\n  other.example' \
+	'LN_GATEWAY_ORIGINS=https://app.example:8443 http://localhost:3000'; then
+	pass "gateway.sh with lists of hosts and origins"
+else
+	fail "gateway.sh with lists of hosts and origins" "$(cat "$WORK/lists.log")"
+fi
+check "hosts and origins listed are served, others not" "200 200 421 200 200 403" \
+	"$(status_as "$P5" 'Host: other.example') $(status_as "$P5" 'Host: [fd00::1]:80') $(status_as "$P5" 'Host: evil.example') $(status_as "$P5" 'Origin: https://app.example:8443') $(status_as "$P5" 'Origin: http://localhost:3000') $(status_as "$P5" 'Origin: https://evil.example')"
+LN_DATA="$WORK/lists" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
 wait_for 100 answers 000 alone_status "$P5" || true
 
 sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
