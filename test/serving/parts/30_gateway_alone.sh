@@ -228,7 +228,8 @@ for setting in 'LN_GATEWAY_HOSTS=x"; lua_code_cache off; set $lance_x "' \
 	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir"; do
 	i=$((i + 1))
 	name="${setting%%=*}"
-	shown="$name=$(printf '%q' "${setting#*=}")"
+	shown="$name='${setting#*=}'"
+	[[ "$setting" != *$'\n'* ]] || shown="$name=$(printf '%q' "${setting#*=}")"
 	data="$WORK/inject$i"
 	[[ "$name" == LN_DATA ]] && data="${setting#*=}"
 	if gateway_sh "inject$i" LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 "$setting"; then
