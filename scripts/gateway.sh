@@ -69,7 +69,7 @@ main() {
 	found="$(gateway_query "$LN_DATABASE_URL" \
 		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL")" || status=$?
 	if ((status == 2)); then
-		say "warning: cannot reach the database of LN_DATABASE_URL now; the gateway connects when it can. Why not: curl $(gateway_scheme)://${LN_GATEWAY_ADDRESS:-127.0.0.1}:$LN_GATEWAY_PORT/readyz once it runs, then read $LN_DATA/gateway/error.log"
+		say "warning: cannot reach the database of LN_DATABASE_URL now (the gateway connects when it can); to see why, once it runs: curl $(gateway_scheme)://${LN_GATEWAY_ADDRESS:-127.0.0.1}:$LN_GATEWAY_PORT/readyz, then read $LN_DATA/gateway/error.log"
 	elif ((status != 0)); then
 		say "warning: the database of LN_DATABASE_URL did not answer whether it has lance_rest() (README, \"The gateway alone\")"
 	elif [[ "$found" != t ]]; then
