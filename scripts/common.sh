@@ -38,9 +38,18 @@ use_pg_version() {
 }
 # What the gateway alone needs (scripts/gateway.sh): nginx with its Lua
 # module (lua-resty-core: ngx.semaphore), lua-cjson, libpq (which
-# gateway/lance_db.lua calls through LuaJIT's FFI), psql (to ask the
-# server's max_connections), and procps.
-LN_GATEWAY_PACKAGES=(nginx libnginx-mod-http-lua lua-resty-core lua-cjson libpq5 postgresql-client procps)
+# gateway/lance_db.lua calls through LuaJIT's FFI), the luajit interpreter
+# (scripts/gateway_query.lua: the database's checks before nginx starts,
+# with libpq too: psql takes a URL, password and all, only on its command
+# line), and procps.  The interpreter is that of the LuaJIT nginx's module
+# runs, OpenResty's: Debian 12 ships it as luajit2 (its luajit is another
+# LuaJIT, whose library apt puts in the place of the module's, removing the
+# module), Debian 13 on as luajit.
+LN_LUAJIT_PACKAGE=luajit
+if grep -qx 'VERSION_ID="12"' /etc/os-release 2>/dev/null; then
+	LN_LUAJIT_PACKAGE=luajit2
+fi
+LN_GATEWAY_PACKAGES=(nginx libnginx-mod-http-lua lua-resty-core lua-cjson libpq5 "$LN_LUAJIT_PACKAGE" procps)
 
 if [[ -n "${LN_PG_VERSION:-}" ]]; then
 	[[ "$LN_PG_VERSION" =~ ^[0-9]+$ ]] || {
@@ -89,9 +98,11 @@ missing_packages() {
 # The Debian packages the tests need besides LN_PACKAGES: Node and npm for
 # the end-to-end tests (scripts/test.sh installs them when missing); jq and
 # Prometheus's Python client for test/gateway, which reads the JSON access
-# log and parses /metrics with prometheus_client's own parser (it installs
-# them when missing: LN_GATEWAY_TEST_PACKAGES).
-LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client)
+# log and parses /metrics with prometheus_client's own parser, and strace
+# for test/serving, which sees the arguments of every program
+# scripts/gateway.sh starts (they install them when missing:
+# LN_GATEWAY_TEST_PACKAGES).
+LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client strace)
 # shellcheck disable=SC2034 # test.sh's and debian_root.sh's
 LN_TEST_PACKAGES=(nodejs npm "${LN_GATEWAY_TEST_PACKAGES[@]}")
 
@@ -184,6 +195,40 @@ make_postgres_dir() {
 	mkdir -p "$dir"
 	chown "postgres:$group" "$dir"
 	chmod "$mode" "$dir"
+}
+
+# ensure_data_dir <dir> <example> <user>...: the state folder LN_DATA,
+# through which the OS users given (postgres, the server's; LN_GATEWAY_USER,
+# the gateway's) must pass to the folders made for them inside.  A missing
+# one is made, mode 755.  One that exists is taken as it is, its mode never
+# changed: it may be an operator's folder (a home, a folder of mode 700 with
+# other things in it) that is not ours to open to every user.  When one of
+# the users cannot pass through it (or a folder above it), this stops,
+# naming that user, that folder and what to do.
+ensure_data_dir() {
+	local dir="$1" example="$2" user path part
+	local -a parts=()
+	shift 2
+	# shellcheck disable=SC2174 # folders above it take the umask's mode: a closed one is named below
+	[[ -e "$dir" ]] || mkdir -p -m 755 "$dir"
+	[[ -d "$dir" ]] || die "LN_DATA ($dir) is not a folder"
+	IFS=/ read -r -a parts <<<"${dir#/}"
+	for user in "$@"; do
+		as_user "$user" test -x "$dir" && continue
+		path=""
+		for part in "${parts[@]}"; do
+			path+="/$part"
+			as_user "$user" test -x "$path" || break
+		done
+		die "the OS user $user cannot pass through $path to reach LN_DATA ($dir); this script changes the mode of no folder it did not make. Let it through (chmod o+x $path: others may then pass through, not list it; or setfacl -m u:$user:x $path), or set LN_DATA to a folder it can reach, e.g. LN_DATA=$example"
+	done
+}
+
+# as_user <postgres or LN_GATEWAY_USER> <command...>: as_postgres or as_gateway.
+as_user() {
+	local user="$1"
+	shift
+	if [[ "$user" == postgres ]]; then as_postgres "$@"; else as_gateway "$@"; fi
 }
 
 # Reject a socket directory whose path would not fit in sun_path.
@@ -541,15 +586,19 @@ gateway_read_settings() {
 	GW_READ_MAX_LAG="$lag"
 }
 
-# gateway_psql <url> <psql args...>: psql to the gateway's database as the
-# gateway connects (its OS user, its URL).  PG_BIN's psql, else Debian's
-# wrapper (a host with the client alone).
-gateway_psql() {
-	local url="$1" psql="$PG_BIN/psql"
-	shift
-	[[ -x "$psql" ]] || psql="$(command -v psql || true)"
-	[[ -n "$psql" ]] || return 1
-	as_gateway env PGCONNECT_TIMEOUT=10 "$psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" "$@"
+# gateway_query <url> <sql>: run <sql> in the gateway's database as the
+# gateway connects (its OS user, LN_GATEWAY_USER; libpq with its URL) and
+# print the rows, fields separated by |.  scripts/gateway_query.lua does it
+# with luajit: the URL (it may hold a password) goes on its standard input,
+# and its program as text on its command line, since the clone may lie in a
+# folder that user cannot read; no command line, which every local user
+# sees (ps), holds the URL.  Exit status 0, 1 the query failed, 2 no
+# connection; libpq's messages, which may quote the URL, are never printed.
+gateway_query() {
+	local url="$1" sql="$2" luajit program
+	luajit="$(command -v luajit)" || return 2
+	program="$(<"$ROOT/scripts/gateway_query.lua")"
+	as_gateway env LN_QUERY="$sql" "$luajit" -e "$program" <<<"$url"
 }
 
 # default_gateway_connections <url>: a quarter of the connections the server
@@ -558,7 +607,7 @@ gateway_psql() {
 # from 2 to 64; 16 when the server cannot be asked.
 default_gateway_connections() {
 	local url="$1" free
-	free="$(gateway_psql "$url" -c "SELECT pg_catalog.current_setting('max_connections')::int
+	free="$(gateway_query "$url" "SELECT pg_catalog.current_setting('max_connections')::int
 		- pg_catalog.current_setting('superuser_reserved_connections')::int" 2>/dev/null)" || free=""
 	if [[ ! "$free" =~ ^[0-9]+$ ]]; then
 		echo 16
@@ -568,6 +617,61 @@ default_gateway_connections() {
 	((free >= 2)) || free=2
 	((free <= 64)) || free=64
 	echo "$free"
+}
+
+# What start_gateway_url puts into nginx.conf from the environment is
+# checked first: sed writes each value in as it is, and a quote, a ';', a
+# brace, a '$' or a line break there would end nginx's string and add
+# configuration of its own (or Lua code: nginx.conf holds some).  Host
+# names: letters, digits, '.' and '-', or an IPv6 address in brackets;
+# origins: scheme://host or scheme://host:port; the address it listens on:
+# IPv4, or IPv6 in brackets; its folder: a path of letters, digits and
+# / . _ - + , : = ~.
+LN_GATEWAY_HOST_FORM='^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$'
+LN_GATEWAY_ORIGIN_FORM='^[A-Za-z][A-Za-z0-9+.-]*://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$'
+LN_GATEWAY_ADDRESS_FORM='^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9A-Fa-f:.]+\])$'
+LN_GATEWAY_PATH_FORM='^/[A-Za-z0-9/._+,:=~-]*$'
+
+# gateway_words <variable> <form> <what>: set GATEWAY_WORDS to the words of
+# the variable's value (separated by any white space) joined by single
+# spaces; die naming the first word not of <form>.
+gateway_words() {
+	local name="$1" form="$2" what="$3" word IFS=$' \t\n'
+	local -a words=()
+	read -r -d '' -a words <<<"${!name:-}" || true
+	for word in "${words[@]}"; do
+		[[ "$word" =~ $form ]] ||
+			die "$name must list $what, separated by spaces: '$word' is none (the list goes into nginx.conf)"
+	done
+	GATEWAY_WORDS="${words[*]}"
+}
+
+# check_gateway_settings <prefix> <port>: die unless the gateway's settings
+# (LN_REQUEST_TIMEOUT, LN_GATEWAY_CONNECTIONS, LN_GATEWAY_ADDRESS,
+# LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS, its folder and port) have their
+# forms; set GATEWAY_HOSTS and GATEWAY_ORIGINS to the lists as nginx.conf
+# takes them.  It changes nothing: scripts/gateway.sh and scripts/run.sh
+# call it before they start, start_gateway_url before it writes anything.
+check_gateway_settings() {
+	local prefix="$1" port="$2"
+	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
+	local address="${LN_GATEWAY_ADDRESS:-127.0.0.1}"
+	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
+		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
+	fi
+	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
+		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
+	if ! [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
+		die "LN_GATEWAY_PORT must be a port number (1 to 65535), got '$port'"
+	fi
+	[[ "$address" =~ $LN_GATEWAY_ADDRESS_FORM ]] ||
+		die "LN_GATEWAY_ADDRESS must be an IPv4 address (127.0.0.1; 0.0.0.0 for every interface) or an IPv6 one in brackets ([::1]; [::] for every interface), got '$address'"
+	[[ "$prefix" =~ $LN_GATEWAY_PATH_FORM ]] ||
+		die "LN_DATA must be a path of letters, digits and / . _ - + , : = ~ (the gateway's folder in it goes into nginx.conf), got '$prefix'"
+	gateway_words LN_GATEWAY_HOSTS "$LN_GATEWAY_HOST_FORM" "host names (letters, digits, '.' and '-') or IP addresses (IPv6 in brackets)"
+	GATEWAY_HOSTS="$GATEWAY_WORDS"
+	gateway_words LN_GATEWAY_ORIGINS "$LN_GATEWAY_ORIGIN_FORM" "web origins (scheme://host or scheme://host:port, as browsers send them in Origin)"
+	GATEWAY_ORIGINS="$GATEWAY_WORDS"
 }
 
 # start_gateway <prefix> <port> <database> <pg socket dir> <pg port>
@@ -584,6 +688,7 @@ start_gateway() {
 # Writes <prefix>/nginx.conf and <prefix>/database_url and starts nginx (or
 # reloads a running one) in front of that database, which it did not make.
 # nginx runs as LN_GATEWAY_USER (made here if missing), which owns <prefix>.
+# Its settings are checked first (check_gateway_settings).
 # With LN_GATEWAY_TLS_CERT and LN_GATEWAY_TLS_KEY (PEM files) it serves
 # HTTPS with them; the files are copied into <prefix>/tls for nginx.
 # LN_GATEWAY_ADDRESS: the address it listens on (default 127.0.0.1).
@@ -592,17 +697,12 @@ start_gateway_url() {
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
 	local workers per_worker lua
-	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
-		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
-	fi
-	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
-		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
-	local address_form='^[][0-9a-fA-F.:]+$'
-	[[ "$address" =~ $address_form ]] || die "LN_GATEWAY_ADDRESS must be an IP address, got '$address'"
+	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
 	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
 	multiarch="$(gcc -print-multiarch 2>/dev/null)" ||
 		multiarch="$(find /usr/lib -maxdepth 4 -path '*/lua/5.1/cjson.so' | sed -n 's|^/usr/lib/\([^/]*\)/lua/.*|\1|p' | head -n 1)"
+	[[ "$multiarch" =~ ^[A-Za-z0-9_-]*$ ]] || die "unexpected multiarch name '$multiarch'"
 	scheme="$(gateway_scheme)"
 	ensure_gateway_user
 	mkdir -p "$prefix"
@@ -646,8 +746,8 @@ start_gateway_url() {
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
-		-e "s|@HOSTS@|${LN_GATEWAY_HOSTS:-}|g" \
-		-e "s|@ORIGINS@|${LN_GATEWAY_ORIGINS:-}|g" "$ROOT/gateway/nginx.conf.in" |
+		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
+		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in" |
 		as_gateway tee "$prefix/nginx.conf" >/dev/null
 	if gateway_running "$prefix"; then
 		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"

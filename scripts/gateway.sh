@@ -20,9 +20,12 @@
 #                    be readable by it.
 #   LN_GATEWAY_PORT  its port (default: 2333)
 #   LN_GATEWAY_ADDRESS  the address it listens on (default: 127.0.0.1; 0.0.0.0
-#                    for every interface)
+#                    for every interface; IPv6 in brackets, [::1])
 #   LN_DATA          state directory: its configuration and logs go to
-#                    LN_DATA/gateway (default: <project>/.data)
+#                    LN_DATA/gateway (default: <project>/.data).  Made (mode
+#                    755) if missing; an existing one keeps its mode, and
+#                    the OS user lance_gateway must be able to pass
+#                    through it
 #   LN_REQUEST_TIMEOUT  seconds a request may take (default 30): past it the
 #                    database cancels it, rolls it back, and it is answered
 #                    503 (code 17) with Retry-After
@@ -33,8 +36,12 @@
 #                    spaces: reads go there, with read-your-writes per API
 #                    key (README, "Replicas and failover"); default none
 #   LN_READ_MAX_LAG  seconds a standby may lag before it is skipped (default 10)
-#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY, LN_GATEWAY_HOSTS,
-#   LN_GATEWAY_ORIGINS  as for scripts/run.sh
+#   LN_GATEWAY_HOSTS  host names it serves besides 127.0.0.1, localhost and
+#                    [::1] (letters, digits, '.' and '-', or an IPv6 address
+#                    in brackets), separated by spaces; others are 421
+#   LN_GATEWAY_ORIGINS  web origins whose pages may call it
+#                    (scheme://host[:port]), separated by spaces
+#   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  as for scripts/run.sh
 #
 # Several gateways (each with its own LN_DATA and port) may serve one
 # database side by side.
@@ -48,22 +55,25 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 [[ -n "${LN_DATABASE_URL:-}" ]] ||
 	die "LN_DATABASE_URL must name the database, e.g. postgresql://lance_gateway@db.example:5432/lance"
 [[ "$LN_GATEWAY_PORT" =~ ^[0-9]+$ ]] || die "LN_GATEWAY_PORT must be a number, got '$LN_GATEWAY_PORT'"
+# before anything is installed, made or written
+check_gateway_settings "$LN_DATA/gateway" "$LN_GATEWAY_PORT"
 
 main() {
 	install_packages "${LN_GATEWAY_PACKAGES[@]}"
 	ensure_gateway_user
-	mkdir -p "$LN_DATA"
-	chmod 755 "$LN_DATA"
-	as_gateway test -x "$LN_DATA" ||
-		die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach"
+	ensure_data_dir "$LN_DATA" /var/lib/lance_gateway "$LN_GATEWAY_USER"
 	# Not fatal: the gateway starts and connects once the database is there.
-	local found
-	if found="$(gateway_psql "$LN_DATABASE_URL" -c \
-		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL" 2>&1)"; then
-		[[ "$found" == t ]] ||
-			say "warning: the database of LN_DATABASE_URL has no lance_rest(): install the extension there (README, \"The gateway alone\")"
-	else
-		say "warning: cannot reach the database of LN_DATABASE_URL now (the gateway will connect when it can): $(head -n 1 <<<"$found")"
+	# The warnings are fixed texts: libpq's message may quote the URL (a
+	# malformed one's password too); the gateway's error.log has it.
+	local found status=0
+	found="$(gateway_query "$LN_DATABASE_URL" \
+		"SELECT pg_catalog.to_regprocedure('lance_rest(text,text,text,text,jsonb)') IS NOT NULL")" || status=$?
+	if ((status == 2)); then
+		say "warning: cannot reach the database of LN_DATABASE_URL now (the gateway connects when it can); to see why, once it runs: curl $(gateway_scheme)://${LN_GATEWAY_ADDRESS:-127.0.0.1}:$LN_GATEWAY_PORT/readyz, then read $LN_DATA/gateway/error.log"
+	elif ((status != 0)); then
+		say "warning: the database of LN_DATABASE_URL did not answer whether it has lance_rest() (README, \"The gateway alone\")"
+	elif [[ "$found" != t ]]; then
+		say "warning: the database of LN_DATABASE_URL has no lance_rest(): install the extension there (README, \"The gateway alone\")"
 	fi
 	start_gateway_url "$LN_DATA/gateway" "$LN_GATEWAY_PORT" "$LN_DATABASE_URL"
 	cat <<EOF

@@ -5,12 +5,17 @@
 #   scripts/stop.sh          stop it again
 #
 # Environment (all optional):
-#   LN_DATA  state directory        (default: <project>/.data)
+#   LN_DATA  state directory        (default: <project>/.data; made, mode
+#            755, if missing; an existing one keeps its mode, and the
+#            OS users postgres and lance_gateway must be able to pass
+#            through it)
 #   LN_PORT  TCP port on 127.0.0.1  (default: 5433; 5432 is Debian's own cluster)
 #   LN_DB    database name          (default: lance)
 #   LN_GATEWAY_PORT  REST gateway port on 127.0.0.1 (default: 2333)
 #   LN_GATEWAY_TLS_CERT, LN_GATEWAY_TLS_KEY  a certificate and its private
 #                    key (PEM files): the gateway serves HTTPS with them
+#   LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS  host names and web origins the
+#                    gateway serves, as for scripts/gateway.sh
 #   LN_REQUEST_TIMEOUT  seconds a request through the gateway may take
 #                    (default 30): past it, cancelled in the database, rolled
 #                    back and answered 503 (code 17) with Retry-After
@@ -55,6 +60,7 @@ LN_ROOT="${LN_ROOT:-$TABLES_DIR}"
 	die "LN_ROOT must be an absolute path or an s3://bucket/prefix URI, got '$LN_ROOT'"
 # Checked before anything is created, not only when the server starts.
 check_socket_dir "$SOCKET_DIR"
+check_gateway_settings "$LN_DATA/gateway" "$LN_GATEWAY_PORT"
 
 # psql as the calling user, connected as database superuser postgres over the
 # socket.  -X skips ~/.psqlrc so a personal config cannot change the output.
@@ -74,15 +80,10 @@ ensure_cluster() {
 	else
 		# LN_DATA itself stays owned by the caller but must be traversable
 		# by postgres to reach pgdata/, run/ and tables/, and by the
-		# gateway's OS user to reach run/ and gateway/.
-		mkdir -p "$LN_DATA"
-		chmod 755 "$LN_DATA"
-		# A folder above it that postgres cannot enter (a clone in /root)
-		# would make initdb fail with a bare "Permission denied".
-		as_postgres test -x "$LN_DATA" ||
-			die "the postgres user cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach, e.g. LN_DATA=/var/lib/lance_namespace"
-		as_gateway test -x "$LN_DATA" ||
-			die "the OS user $LN_GATEWAY_USER cannot reach $LN_DATA (a folder above it is closed to it); set LN_DATA to a folder it can reach, e.g. LN_DATA=/var/lib/lance_namespace"
+		# gateway's OS user to reach run/ and gateway/: a folder closed to
+		# them (a clone in /root) would make initdb fail with a bare
+		# "Permission denied".  An existing LN_DATA keeps its mode.
+		ensure_data_dir "$LN_DATA" /var/lib/lance_namespace postgres "$LN_GATEWAY_USER"
 		init_cluster "$PGDATA_DIR" run
 	fi
 }

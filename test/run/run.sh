@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The front door: scripts/run.sh sets up and runs a catalog with its gateway
-# in a fresh LN_DATA, keeps an administrator's key in LN_DATA/api_key (mode
-# 0600) that the gateway takes, keeps that key on a rerun, replaces it once
-# revoked, and scripts/stop.sh stops it all.  Its cluster authenticates
+# in a fresh LN_DATA (an empty folder of mode 711, whose mode it keeps),
+# keeps an administrator's key in LN_DATA/api_key (mode 0600) that the
+# gateway takes, keeps that key on a rerun, replaces it once revoked, and
+# scripts/stop.sh stops it all.  Its cluster authenticates
 # every connection: another OS user (nobody) reaches it neither over the
 # socket nor over TCP without a password, while root connects as the README
 # says, the gateway by peer, and a role with a password over TCP (SCRAM); a
@@ -29,7 +30,10 @@ unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
 
 WORK="$(mktemp -d)"
 chmod 755 "$WORK"
+# an LN_DATA that exists, empty, of a mode the operator chose: postgres and
+# lance_gateway pass through it, others cannot list it; run.sh keeps that mode
 DATA="$WORK/data"
+mkdir -m 711 "$DATA"
 PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
 GW_PORT="$(find_free_port $((PORT + 1)))"
 START=$SECONDS
@@ -55,6 +59,7 @@ else
 	fail "scripts/run.sh in a fresh LN_DATA" "$(tail -n 20 "$WORK/run1.log")"
 	exit 1
 fi
+check "an LN_DATA that existed keeps its mode" 711 "$(stat -c '%a' "$DATA")"
 KEY="$(key_of)"
 if is_api_key "$KEY"; then pass "LN_DATA/api_key holds an API key"; else fail "LN_DATA/api_key holds an API key" "got: ${KEY:0:20}"; fi
 check "LN_DATA/api_key is the caller's alone (mode 600)" "600 $(id -un)" "$(stat -c '%a %U' "$DATA/api_key")"

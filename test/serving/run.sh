@@ -26,7 +26,10 @@
 #                   by a libpq URI (two hosts, the first down; a SCRAM
 #                   password over TCP; then a TLS client certificate), two
 #                   gateways side by side, each
-#                   stopped by scripts/stop.sh with its LN_DATA
+#                   stopped by scripts/stop.sh with its LN_DATA; the URL
+#                   on no command line (strace), in no warning; an
+#                   LN_DATA that exists keeps its mode; settings that
+#                   would add to nginx.conf are refused
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again

@@ -7,7 +7,9 @@
 # with one's LN_DATA stops that one alone.  The URL is kept from other
 # users and out of nginx.conf; a wrong password is 503 with code 17.  A
 # gateway connects with a TLS client certificate the server takes alone
-# (hostssl ... cert).
+# (hostssl ... cert).  gateway.sh's checks of the database put the URL on
+# no command line and quote nothing of it in a warning; an LN_DATA that
+# exists keeps its mode; what goes into nginx.conf is checked.
 # the cluster takes lance_gateway over TCP by password only
 sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
@@ -101,5 +103,158 @@ if ((tls_made)); then
 else
 	fail "openssl makes a CA, a server and a client certificate" "$(tail -n 5 "$WORK/tls.log")"
 fi
+sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
+as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+
+# ---------------------------------------------------------------------------
+# What gateway.sh does with the operator's URL, folder and settings.  The
+# cluster takes lance_gateway over TCP by password again.
+# ---------------------------------------------------------------------------
+sed -i '1i host all lance_gateway 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
+as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+
+# gateway_sh <name> [VAR=value...]: scripts/gateway.sh with LN_DATA=WORK/<name>
+# and those settings, exported in a subshell (so on no command line); its
+# output in WORK/<name>.log.  With TRACE=<file> in the environment, under
+# strace, which writes there every program started and its arguments.
+gateway_sh() {
+	local name="$1"
+	shift
+	GATEWAYS+=("$WORK/$name/gateway")
+	(
+		export LN_DATA="$WORK/$name"
+		for assignment in "$@"; do export "${assignment?}"; done
+		if [[ -n "${TRACE:-}" ]]; then
+			exec strace -f -qq -s 100000 -e trace=execve -o "$TRACE" bash "$ROOT/scripts/gateway.sh"
+		fi
+		exec bash "$ROOT/scripts/gateway.sh"
+	) >"$WORK/$name.log" 2>&1
+}
+# status_as <port> <header...>: the status of a listing with the key and those headers
+status_as() {
+	local gw_port="$1" args=() header
+	shift
+	for header in "$@"; do args+=(-H "$header"); done
+	curl -s --max-time 20 -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" "${args[@]}" \
+		"http://127.0.0.1:$gw_port/v1/namespace/ns/table/list" || true
+}
+
+# The URL reaches the database's checks (lance_rest() there?
+# max_connections?) on no command line, which ps shows every user: with
+# gateway.sh under strace, no program starts with the password in its
+# arguments.  The password is percent-encoded (gw%2Dsecret is gw-secret) and
+# the first host is down: the checks connect all the same (no warning).
+# LN_GATEWAY_PORT is the server's, in use: gateway.sh stops there, after
+# both checks and before nginx.
+PCT_URL="postgresql://lance_gateway:gw%2Dsecret@127.0.0.1:$DEAD_PORT,127.0.0.1:$PORT/$DB?target_session_attrs=read-write"
+TRACE="$WORK/traced.strace" gateway_sh traced LN_GATEWAY_PORT="$PORT" LN_DATABASE_URL="$PCT_URL" || true
+if grep -q "port $PORT on 127.0.0.1 is already in use" "$WORK/traced.log" && ! grep -q 'warning' "$WORK/traced.log"; then
+	pass "gateway.sh checks the database of a URL with a percent-encoded password and a host down"
+else
+	fail "gateway.sh checks the database of a URL with a percent-encoded password and a host down" "$(cat "$WORK/traced.log")"
+fi
+started="$(grep -c 'execve(' "$WORK/traced.strace" || true)"
+leaked="$(grep -e 'gw%2Dsecret' -e 'gw-secret' "$WORK/traced.strace" || true)"
+if ((started > 5)) && [[ -z "$leaked" ]]; then
+	pass "no program gateway.sh starts has the URL's password in its arguments ($started traced)"
+else
+	fail "no program gateway.sh starts has the URL's password in its arguments ($started traced)" "$leaked"
+fi
+
+# A key=value URL with two hosts (the first down) and the default number of
+# connections: a quarter of what the server allows ordinary roles, split
+# over the workers, as the server says it (not the 16 of a server that
+# cannot be asked)
+KV_URL="host=127.0.0.1,127.0.0.1 port=$DEAD_PORT,$PORT dbname=$DB user=lance_gateway password='gw-secret' target_session_attrs=read-write"
+P5="$(find_free_port $((${P4:-$P3} + 1)))"
+free="$(sql -c "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int")"
+total=$((free / 4 < 2 ? 2 : free / 4 > 64 ? 64 : free / 4))
+workers="$(nproc)"
+((workers <= total)) || workers="$total"
+if gateway_sh kv LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$KV_URL" && ! grep -q warning "$WORK/kv.log"; then
+	pass "gateway.sh with a key=value URL"
+else
+	fail "gateway.sh with a key=value URL" "$(cat "$WORK/kv.log")"
+fi
+check "it answers" 200 "$(alone_status "$P5")"
+check "its connections are what the server allows, a quarter" "$workers workers, $((total / workers)) database connections each" \
+	"$(grep -o '[0-9]* workers, [0-9]* database connections each' "$WORK/kv.log")"
+LN_DATA="$WORK/kv" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+
+# A database it cannot reach: a fixed warning, never libpq's message, which
+# may quote the URL (here a malformed one, and its password)
+gateway_sh leak LN_GATEWAY_PORT="$PORT" LN_DATABASE_URL="postgresql://lance_gateway:leak%zzmarker@127.0.0.1:$PORT/$DB" || true
+if grep -q 'warning: cannot reach the database' "$WORK/leak.log" && ! grep -q zzmarker "$WORK/leak.log"; then
+	pass "a malformed URL: gateway.sh warns, and says nothing of its password"
+else
+	fail "a malformed URL: gateway.sh warns, and says nothing of its password" "$(cat "$WORK/leak.log")"
+fi
+
+# An LN_DATA that exists is the operator's, its mode theirs: one of mode 700
+# that the gateway's OS user (lance_gateway) cannot pass through stays 700,
+# and gateway.sh stops there, says so, and makes nothing in it; one of 711
+# stays 711 and serves.
+mkdir -m 700 "$WORK/closed"
+touch "$WORK/closed/private"
+if gateway_sh closed LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
+	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through" "$(cat "$WORK/closed.log")"
+	LN_DATA="$WORK/closed" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	wait_for 100 answers 000 alone_status "$P5" || true
+elif grep -q "the OS user lance_gateway cannot pass through $WORK/closed" "$WORK/closed.log"; then
+	pass "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why"
+else
+	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why" "$(cat "$WORK/closed.log")"
+fi
+check "that LN_DATA keeps its mode, and nothing is made there" "700 private" "$(stat -c %a "$WORK/closed") $(ls "$WORK/closed")"
+mkdir -m 711 "$WORK/passable"
+gateway_sh passable LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 ||
+	fail "gateway.sh in an LN_DATA of mode 711" "$(cat "$WORK/passable.log")"
+check "an LN_DATA of mode 711 keeps it, and the gateway there answers" "711 200" \
+	"$(stat -c %a "$WORK/passable") $(alone_status "$P5")"
+LN_DATA="$WORK/passable" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+
+# What goes into nginx.conf is checked: a quote in LN_GATEWAY_HOSTS or
+# LN_GATEWAY_ORIGINS would end nginx's string and add directives of its own
+# (here lua_code_cache off); a line break, a brace, a $ (an nginx variable);
+# an address without brackets; an LN_DATA with a ';'.  gateway.sh stops,
+# naming the setting, and writes no nginx.conf.
+i=0
+# shellcheck disable=SC2016 # the $ are the values
+for setting in 'LN_GATEWAY_HOSTS=x"; lua_code_cache off; set $lance_x "' \
+	'LN_GATEWAY_ORIGINS=https://app.example"; lua_code_cache off; set $lance_x "' \
+	$'LN_GATEWAY_HOSTS=catalog.example\n}' 'LN_GATEWAY_ORIGINS=https://${host}' \
+	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir"; do
+	i=$((i + 1))
+	name="${setting%%=*}"
+	shown="$name='${setting#*=}'"
+	[[ "$setting" != *$'\n'* ]] || shown="$name=$(printf '%q' "${setting#*=}")"
+	data="$WORK/inject$i"
+	[[ "$name" == LN_DATA ]] && data="${setting#*=}"
+	if gateway_sh "inject$i" LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 "$setting"; then
+		fail "$shown: gateway.sh stops" "$(tail -n 3 "$WORK/inject$i.log")"
+		LN_DATA="$data" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+		wait_for 100 answers 000 alone_status "$P5" || true
+	elif grep -q "error: $name" "$WORK/inject$i.log" && [[ ! -e "$data/gateway/nginx.conf" ]]; then
+		pass "$shown: gateway.sh stops, naming it, and writes no nginx.conf"
+	else
+		fail "$shown: gateway.sh stops, naming it, and writes no nginx.conf" "$(cat "$WORK/inject$i.log")"
+	fi
+done
+
+# Host names and origins separated by any white space are served
+if gateway_sh lists LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 \
+	$'LN_GATEWAY_HOSTS=catalog.example\t[fd00::1]\n  other.example' \
+	'LN_GATEWAY_ORIGINS=https://app.example:8443 http://localhost:3000'; then
+	pass "gateway.sh with lists of hosts and origins"
+else
+	fail "gateway.sh with lists of hosts and origins" "$(cat "$WORK/lists.log")"
+fi
+check "hosts and origins listed are served, others not" "200 200 421 200 200 403" \
+	"$(status_as "$P5" 'Host: other.example') $(status_as "$P5" 'Host: [fd00::1]:80') $(status_as "$P5" 'Host: evil.example') $(status_as "$P5" 'Origin: https://app.example:8443') $(status_as "$P5" 'Origin: http://localhost:3000') $(status_as "$P5" 'Origin: https://evil.example')"
+LN_DATA="$WORK/lists" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+
 sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
 as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
