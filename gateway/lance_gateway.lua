@@ -2,6 +2,7 @@
 --
 -- The gateway knows nothing of Lance: it hands each /v1/ request (method, raw
 -- path, raw query string, body, headers) to the SQL function lance_rest(),
+-- named in the extension's schema (never found by the role's search_path),
 -- as escaped literals, and writes back the status, headers and body it
 -- answers.  The database calls are lance_db's: they run in nginx's thread
 -- pool over a bounded pool of connections per worker, as the database role
@@ -28,8 +29,12 @@ local pool
 -- LN_REQUEST_TIMEOUT: seconds a request may take, from its arrival.
 local request_timeout = 30
 
-local SQL = "SELECT status, response_headers::text, response_body, key_id"
-	.. " FROM lance_rest($1, $2, $3, $4, $5::jsonb)"
+-- The call, in the extension's schema (@SCHEMA@: lance_replicas.schema),
+-- each argument of its type: no function of another schema on the role's
+-- search_path, nor one of the same name with other argument types, runs.
+local SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
+	.. " FROM @SCHEMA@.lance_rest($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text,"
+	.. " $4::pg_catalog.text, $5::pg_catalog.jsonb)"
 
 -- The application_name of a request's database transaction: this and its
 -- request id, so that log_line_prefix's %a puts the id on every line the
@@ -166,8 +171,15 @@ end
 -- must not run twice.
 local function call(method, path, query, body, headers)
 	local deadline = ngx.req.start_time() + request_timeout
-	return replicas.call(SQL, { method, path, query, body or false, headers }, deadline,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	local schema, outcome, detail = replicas.schema(deadline)
+	if not schema then
+		return nil, outcome, detail
+	end
+	local rows
+	rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
+		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	replicas.forget_schema(outcome, detail)
+	return rows, outcome, detail
 end
 
 local function refuse(status, code, message)
@@ -416,8 +428,9 @@ local function render()
 	return table.concat(out, "\n") .. "\n"
 end
 
-local STATS_SQL = "SELECT status, response_headers::text, response_body, key_id"
-	.. " FROM lance_rest('GET', '/v1/stats', NULL, NULL, $1::jsonb)"
+local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
+	.. " FROM @SCHEMA@.lance_rest('GET'::pg_catalog.text, '/v1/stats'::pg_catalog.text, NULL::pg_catalog.text,"
+	.. " NULL::pg_catalog.text, $1::pg_catalog.jsonb)"
 
 function M.metrics()
 	local headers = headers_json()
@@ -428,8 +441,14 @@ function M.metrics()
 	if status then
 		return refuse(status, code, message)
 	end
-	local rows, outcome, detail = pool:call(STATS_SQL, { headers }, ngx.req.start_time() + request_timeout,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	local deadline = ngx.req.start_time() + request_timeout
+	local schema, outcome, detail = replicas.schema(deadline)
+	local rows
+	if schema then
+		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers }, deadline,
+			APPLICATION_PREFIX .. ngx.var.lance_request_id)
+		replicas.forget_schema(outcome, detail)
+	end
 	if not rows then
 		if outcome == "error" then
 			return database_error(detail)
@@ -453,15 +472,20 @@ end
 -- GET /readyz: 200 when the database answers and its extension is at the
 -- version of the library the database loaded (lance_library_version()),
 -- else 503.  Without a key; the body names no host, role or error text.
-local READY_SQL = "SELECT lance_library_version() OPERATOR(pg_catalog.=) (SELECT e.extversion"
+local READY_SQL = "SELECT @SCHEMA@.lance_library_version() OPERATOR(pg_catalog.=) (SELECT e.extversion"
 	.. " FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace')"
 local READY_TIMEOUT = 5
 
 function M.readyz()
 	local deadline = ngx.now() + math.min(READY_TIMEOUT, request_timeout)
 	-- only a connection free at once: a probe does not queue behind requests
-	local rows, outcome, detail = pool:call(READY_SQL, {}, deadline,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id, true)
+	local schema, outcome, detail = replicas.schema(deadline, true)
+	local rows
+	if schema then
+		rows, outcome, detail = pool:call(replicas.sql_in(READY_SQL, schema), {}, deadline,
+			APPLICATION_PREFIX .. ngx.var.lance_request_id, true)
+		replicas.forget_schema(outcome, detail)
+	end
 	local answer = rows and rows[1] and rows[1][1]
 	ngx.header["content-type"] = "application/json"
 	ngx.header["cache-control"] = "no-store"
@@ -479,6 +503,8 @@ function M.readyz()
 		if outcome == "error" and type(detail) == "table" and detail.sqlstate == "42883" then
 			-- no lance_library_version(): an extension older than the library
 			reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
+		elseif outcome == "error" and type(detail) == "table" and detail.sqlstate == "42704" then
+			reason = "the extension lance_namespace is not installed: CREATE EXTENSION lance_namespace"
 		else
 			reason = "the catalog database cannot be reached"
 		end

@@ -28,6 +28,7 @@
 -- answers 503 or 401 (a key made after its last replay) goes to the
 -- primary: a read is safe to send twice.
 local lance_db = require("lance_db")
+local semaphore = require("ngx.semaphore")
 
 local M = {}
 
@@ -35,16 +36,26 @@ local CHECK_INTERVAL = 0.5
 -- how long a standby check may take (a standby that accepts connections and
 -- never answers must not hold the checker)
 local CHECK_TIMEOUT = 2
-local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::text, operation_id FROM lance_operations()"
-	.. " WHERE http_path IS NOT NULL"
-local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::text"
+-- Every statement names the schema of each function, operator and type it
+-- uses: the gateway's role's search_path (which may put "$user" or public
+-- first, where someone else may create) never picks what runs.  The
+-- extension's own functions are in the schema CREATE EXTENSION put them in
+-- (M.schema), which the texts name by the placeholder @SCHEMA@.
+local SCHEMA_SQL = "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
+	.. " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+	.. " WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace'"
+local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::pg_catalog.text, operation_id"
+	.. " FROM @SCHEMA@.lance_operations() WHERE http_path IS NOT NULL"
+local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::pg_catalog.text"
 -- A standby's replay position and lag, or not a standby (promoted).
 local CHECK_SQL = [[
-SELECT pg_catalog.pg_is_in_recovery()::text,
-       pg_catalog.pg_last_wal_replay_lsn()::text,
-       CASE WHEN pg_catalog.pg_last_wal_replay_lsn() >= pg_catalog.pg_last_wal_receive_lsn() THEN 0
-            ELSE coalesce(extract(epoch FROM pg_catalog.now() - pg_catalog.pg_last_xact_replay_timestamp()), 1e9)
-       END::float8::text]]
+SELECT pg_catalog.pg_is_in_recovery()::pg_catalog.text,
+       pg_catalog.pg_last_wal_replay_lsn()::pg_catalog.text,
+       CASE WHEN pg_catalog.pg_last_wal_replay_lsn()
+                 OPERATOR(pg_catalog.>=) pg_catalog.pg_last_wal_receive_lsn() THEN 0
+            ELSE coalesce(extract(epoch FROM pg_catalog.now() OPERATOR(pg_catalog.-)
+                                             pg_catalog.pg_last_xact_replay_timestamp()), 1e9)
+       END::pg_catalog.float8::pg_catalog.text]]
 
 local primary           -- this worker's pool to the primary (lance_db)
 local standbys = {}     -- { pool, up, in_recovery, lsn, lag, checked }
@@ -70,13 +81,111 @@ local function split(path)
 	return segments
 end
 
+-- The extension's schema, as an SQL name (quote_ident), once known; and
+-- while this worker looks it up, the look-up ({wake, waiters}) that other
+-- requests wait for rather than each asking again.
+local schema
+local lookup
+
+-- Which schema the extension is in is asked once per worker, by the first
+-- request that needs it, on the primary (a standby, a copy of it, when the
+-- primary cannot answer): the schema is chosen at CREATE EXTENSION and
+-- stays (relocatable = false), but a DROP and CREATE EXTENSION may move it,
+-- so a call that finds no such function or schema forgets it (forget_schema)
+-- and the next request asks again.
+-- schema(deadline, no_wait): the schema, or nil, outcome, detail as
+-- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
+-- extension is not installed); a look-up that broke off is "not_sent": it
+-- was a read, and the request it was for was not sent.
+function M.schema(deadline, no_wait)
+	if schema then
+		return schema
+	end
+	if lookup then
+		if no_wait then
+			return nil, "busy", "the extension's schema is being looked up"
+		end
+		local current = lookup
+		current.waiters = current.waiters + 1
+		current.wake:wait(math.max(0, deadline - ngx.now()))
+		if schema then
+			return schema
+		end
+		return nil, current.outcome or "busy",
+			current.detail or "the look-up of the extension's schema took too long"
+	end
+	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+	lookup = current
+	-- (pcall: the look-up must end, or this worker's requests would wait for it)
+	local ok, rows, outcome, detail = pcall(function()
+		local rows_, outcome_, detail_ = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+		for _, s in ipairs(standbys) do
+			if rows_ then
+				break
+			end
+			rows_ = s.pool:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+		end
+		return rows_, outcome_, detail_
+	end)
+	if not ok then
+		rows, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(rows)
+	end
+	if rows and rows[1] and type(rows[1][1]) == "string" then
+		schema = rows[1][1]
+	elseif rows then
+		outcome, detail = "error", { sqlstate = "42704",
+			message = "the extension lance_namespace is not installed in the gateway's database" }
+	elseif outcome == "unknown" then
+		outcome = "not_sent"
+	end
+	lookup = nil
+	current.outcome, current.detail = outcome, detail
+	if current.waiters > 0 then
+		current.wake:post(current.waiters)
+	end
+	if schema then
+		return schema
+	end
+	return nil, outcome, detail
+end
+
+-- forget_schema(outcome, detail): after a call, forget the schema when the
+-- database found no such function (42883) or schema (3F000): the extension
+-- was dropped, or made anew elsewhere.
+function M.forget_schema(outcome, detail)
+	if outcome == "error" and type(detail) == "table"
+		and (detail.sqlstate == "42883" or detail.sqlstate == "3F000") then
+		schema = nil
+	end
+end
+
+-- sql_in(text, in_schema): text with @SCHEMA@ as in_schema (kept: the
+-- same text each call, whose prepared statement lance_db names by its md5).
+local texts = {}
+function M.sql_in(text, in_schema)
+	local known = texts[text]
+	if not known or known.schema ~= in_schema then
+		known = { schema = in_schema, sql = (text:gsub("@SCHEMA@", function()
+			return in_schema
+		end)) }
+		texts[text] = known
+	end
+	return known.sql
+end
+
 local function load_routes(deadline, no_wait)
-	local rows = primary:call(ROUTES_SQL, {}, deadline, nil, no_wait)
+	local in_schema = M.schema(deadline, no_wait)
+	if not in_schema then
+		return nil
+	end
+	local sql = M.sql_in(ROUTES_SQL, in_schema)
+	local rows, outcome, detail = primary:call(sql, {}, deadline, nil, no_wait)
+	M.forget_schema(outcome, detail)
 	for _, s in ipairs(standbys) do
 		if rows then
 			break
 		end
-		rows = s.pool:call(ROUTES_SQL, {}, deadline)
+		rows = s.pool:call(sql, {}, deadline)
 	end
 	if not rows then
 		return nil
