@@ -15,7 +15,8 @@
 --
 -- Beside /v1/: GET /healthz (nginx answers it alone), GET /readyz (the
 -- database answers, at the library's version), GET /metrics (Prometheus's
--- text format, for an administrator's key).  Every request has an id
+-- text format, for an administrator's key; it never waits for a
+-- connection).  Every request has an id
 -- (request_id), answered as X-Request-Id, logged, and carried into the
 -- database as application_name lance_gateway/<id> and header x-request-id.
 local cjson = require("cjson.safe")
@@ -233,7 +234,8 @@ local function refusal(body)
 	return nil
 end
 
--- The request's headers for lance_rest, as JSON text, with its request id;
+-- The request's headers for lance_rest, as JSON text, with its request id,
+-- and as a table (name: value, a repeated header's values joined by ", ");
 -- nil when it carries more than MAX_HEADERS.
 local function headers_json()
 	-- get_headers answers "truncated" as a second value when there were more
@@ -248,7 +250,7 @@ local function headers_json()
 	-- the change log keeps the request's id among its headers: the client's
 	-- when sane, else the gateway's own
 	headers["x-request-id"] = ngx.var.lance_request_id
-	return cjson.encode(headers)
+	return cjson.encode(headers), headers
 end
 
 function M.handle()
@@ -355,7 +357,8 @@ end
 -- use, requests waiting for one) in Prometheus's text format, for a key of
 -- an administrator: the database decides, by GET /v1/stats (lance_stats(),
 -- an administrator's), asked with the request's headers; its 401 or 403 is
--- the answer otherwise.
+-- the answer otherwise (without a key: 401 at once; see M.metrics for when
+-- the database cannot answer).
 local function sorted_keys(set)
 	local list = {}
 	for k in pairs(set) do
@@ -432,8 +435,60 @@ local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_bo
 	.. " FROM @SCHEMA@.lance_rest('GET'::pg_catalog.text, '/v1/stats'::pg_catalog.text, NULL::pg_catalog.text,"
 	.. " NULL::pg_catalog.text, $1::pg_catalog.jsonb)"
 
+-- The metrics are most needed when the database is down or every
+-- connection is busy, so a scrape never waits for one: without a key it is
+-- 401 at once; with one, the database is asked only on a connection free at
+-- once; and a key it authorized within the last METRICS_AUTHORIZED seconds
+-- still reads the metrics while it cannot answer (a revoked key, at most
+-- that long).  The dict lance_metrics_keys keeps those authorizations under
+-- a salted hash of the key (the salt: random, the gateway's own), never the
+-- key, with the id of the key for the access log.
+local METRICS_AUTHORIZED = 60
+local SALT_ENTRY = "\tsalt"
+
+-- The API key a request sends, as lance_rest() reads it (request_role in
+-- src/http/rest.c): x-api-key, else the Authorization header's after
+-- "bearer " (in any case) and the spaces that follow; nil without one.
+local function sent_key(headers)
+	local key = headers["x-api-key"]
+	if key then
+		return key
+	end
+	local authorization = headers["authorization"]
+	if authorization and authorization:sub(1, 7):lower() == "bearer " then
+		return authorization:sub(8):match("^ *(.*)$")
+	end
+	return nil
+end
+
+local function random_salt()
+	local f = io.open("/dev/urandom", "rb")
+	local bytes = f and f:read(16)
+	if f then
+		f:close()
+	end
+	-- nginx's $request_id is 16 random bytes (OpenSSL's) in hex
+	return bytes or ngx.var.request_id
+end
+
+-- The dict entry of <key>'s authorization: base64 of SHA-1(salt .. key).
+local function authorization_entry(authorized, key)
+	local salt = authorized:get(SALT_ENTRY)
+	if not salt then
+		-- the first worker's salt stays (add never replaces one)
+		authorized:add(SALT_ENTRY, random_salt())
+		salt = authorized:get(SALT_ENTRY)
+	end
+	return "k\t" .. ngx.encode_base64(ngx.sha1_bin(salt .. key))
+end
+
+local function metrics_answer()
+	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
+		["cache-control"] = "no-store" }, render())
+end
+
 function M.metrics()
-	local headers = headers_json()
+	local headers, header_table = headers_json()
 	if not headers then
 		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
 	end
@@ -441,32 +496,59 @@ function M.metrics()
 	if status then
 		return refuse(status, code, message)
 	end
+	local key = sent_key(header_table)
+	if not key then
+		return refuse(401, 16,
+			"GET /metrics needs an administrator's API key (x-api-key or Authorization: Bearer)")
+	end
+	local authorized = ngx.shared.lance_metrics_keys
+	local entry = authorized and authorization_entry(authorized, key)
 	local deadline = ngx.req.start_time() + request_timeout
-	local schema, outcome, detail = replicas.schema(deadline)
+	local app_name = APPLICATION_PREFIX .. ngx.var.lance_request_id
+	-- only a connection free at once: a scrape never queues
+	local schema, outcome, detail = replicas.schema(deadline, true)
 	local rows
 	if schema then
-		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers }, deadline,
-			APPLICATION_PREFIX .. ngx.var.lance_request_id)
+		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers }, deadline, app_name,
+			true)
 		replicas.forget_schema(outcome, detail)
 	end
-	if not rows then
-		if outcome == "error" then
-			return database_error(detail)
+	local row = rows and rows[1]
+	if row then
+		if type(row[4]) == "string" and row[4] ~= "" then
+			ngx.var.lance_key_id = row[4]
 		end
-		return unavailable("the catalog database is unavailable", detail)
+		if tonumber(row[1]) ~= 200 then
+			-- the database said no: an earlier authorization no longer counts
+			if entry then
+				authorized:delete(entry)
+			end
+			return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
+		end
+		if entry then
+			local ok, err = authorized:set(entry, ngx.var.lance_key_id, METRICS_AUTHORIZED)
+			if not ok then
+				ngx.log(ngx.WARN, "lance_gateway: cannot keep the authorization of /metrics: ", err)
+			end
+		end
+		return metrics_answer()
 	end
-	local row = rows[1]
-	if not row then
+	-- the database cannot answer now (down, every connection busy): a key
+	-- it authorized a moment ago still reads the metrics
+	local key_id = entry and authorized:get(entry)
+	if key_id then
+		ngx.var.lance_key_id = key_id
+		return metrics_answer()
+	end
+	if rows then
 		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
+	elseif outcome == "error" then
+		return database_error(detail)
+	elseif outcome == "busy" then
+		return unavailable("no database connection was free to check the key"
+			.. " (GET /metrics does not wait for one)", detail)
 	end
-	if type(row[4]) == "string" and row[4] ~= "" then
-		ngx.var.lance_key_id = row[4]
-	end
-	if tonumber(row[1]) ~= 200 then
-		return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
-	end
-	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
-		["cache-control"] = "no-store" }, render())
+	return unavailable("the catalog database is unavailable", detail)
 end
 
 -- GET /readyz: 200 when the database answers and its extension is at the

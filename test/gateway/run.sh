@@ -22,6 +22,11 @@
 #          certificate made here with openssl) the gateway serves HTTPS: 200
 #          with a key and 401 without one for a client that trusts the
 #          certificate, and refuses plain HTTP and clients that do not trust it.
+#   ops    /healthz, /readyz, X-Request-Id; /metrics: 401 without a key, 403
+#          for a key that is not an administrator's, its counts parsed; with
+#          the database stopped, 200 for a key authorized a moment ago (its
+#          line in the access log names it), 503 for one never authorized
+#          or refused since (revoked), 401 without a key.
 #
 # Runs as root (or postgres) and starts its own cluster and two gateways in a
 # temporary folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
@@ -492,8 +497,36 @@ else
 	fail "no key in the metrics"
 fi
 
+# /metrics when the database cannot answer: a key the database authorized
+# for it a moment ago still reads the metrics (for 60 s), one it never
+# authorized or refused since (revoked) is 503, none at all 401 at once.
+NEVER_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+REVOKED_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+expect "GET /metrics with a key about to be revoked" 200 - -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+sql -U postgres -d "$DB" -v id="${REVOKED_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+expect "GET /metrics with that key once revoked" 401 16 -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+expect "GET /metrics with an administrator's key, just before the database stops" 200 - \
+	-H "x-api-key: $KEY" "$BASE/metrics"
+
 # the database down: not ready, still alive; ready again once it is back
 stop_clusters "$PGDATA_DIR"
+expect "GET /metrics without a key, the database stopped" 401 16 "$BASE/metrics"
+if AFTER="$(scrape)" && [[ "$(awk '$2 == "lance_db_connections_in_use" && $3 == "pool=primary" { print $1 }' <<<"$AFTER")" == gauge ]]
+then
+	pass "GET /metrics with the key authorized a moment ago, the database stopped: 200, and it parses"
+else
+	fail "GET /metrics with the key authorized a moment ago, the database stopped: 200, and it parses" \
+		"$(head -c 600 "$WORK/metrics.txt")"
+fi
+expect "the same key as a bearer token" 200 - -H "Authorization: Bearer $KEY" -H 'x-request-id: metrics-down' \
+	"$BASE/metrics"
+for _ in $(seq 600); do grep -q '"request_id":"metrics-down"' "$HTTP_PREFIX/access.log" && break; sleep 0.1; done
+check "its access log line names the key the database authorized" "200 $KEY_ID" \
+	"$(grep '"request_id":"metrics-down"' "$HTTP_PREFIX/access.log" | jq -r '"\(.status) \(.key_id)"')"
+expect "GET /metrics with an administrator's key it never authorized, the database stopped" 503 17 \
+	-H "x-api-key: $NEVER_KEY" "$BASE/metrics"
+expect "GET /metrics with the key it refused once revoked, the database stopped" 503 17 \
+	-H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
 expect "GET /readyz with the database stopped" 503 - "$BASE/readyz"
 check "its body names no host, role or error text" \
 	'{"status":"not ready","reason":"the catalog database cannot be reached"}' "$(curl -sS --max-time 20 "$BASE/readyz")"
