@@ -371,10 +371,16 @@ end
 local function render()
 	local metrics = ngx.shared.lance_metrics
 	local requests, counts, sums, buckets, errors, gauges = {}, {}, {}, {}, {}, {}
+	local workers = ngx.worker.count()
 	for _, key in ipairs(metrics:get_keys(0)) do
 		local value = metrics:get(key) or 0
-		-- g<TAB>name<TAB>pool<TAB>worker: the worker's id is summed over
-		local kind, a, b = key:match("^(%a)\t([^\t]*)\t?([^\t]*)")
+		-- g<TAB>name<TAB>pool<TAB>worker: summed over the workers running;
+		-- the figures of a worker id no longer there (nginx reloaded with
+		-- fewer workers, or one ended before it could write 0) are not
+		local kind, a, b, worker = key:match("^(%a)\t([^\t]*)\t?([^\t]*)\t?([^\t]*)")
+		if kind == "g" and not (tonumber(worker) and tonumber(worker) < workers) then
+			kind = nil
+		end
 		if kind == "r" then
 			requests[a .. "\t" .. b] = value
 		elseif kind == "n" then
