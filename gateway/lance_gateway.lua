@@ -2,6 +2,7 @@
 --
 -- The gateway knows nothing of Lance: it hands each /v1/ request (method, raw
 -- path, raw query string, body, headers) to the SQL function lance_rest(),
+-- named in the extension's schema (never found by the role's search_path),
 -- as escaped literals, and writes back the status, headers and body it
 -- answers.  The database calls are lance_db's: they run in nginx's thread
 -- pool over a bounded pool of connections per worker, as the database role
@@ -14,7 +15,8 @@
 --
 -- Beside /v1/: GET /healthz (nginx answers it alone), GET /readyz (the
 -- database answers, at the library's version), GET /metrics (Prometheus's
--- text format, for an administrator's key).  Every request has an id
+-- text format, for an administrator's key; it never waits for a
+-- connection).  Every request has an id
 -- (request_id), answered as X-Request-Id, logged, and carried into the
 -- database as application_name lance_gateway/<id> and header x-request-id.
 local cjson = require("cjson.safe")
@@ -28,8 +30,12 @@ local pool
 -- LN_REQUEST_TIMEOUT: seconds a request may take, from its arrival.
 local request_timeout = 30
 
-local SQL = "SELECT status, response_headers::text, response_body, key_id"
-	.. " FROM lance_rest($1, $2, $3, $4, $5::jsonb)"
+-- The call, in the extension's schema (@SCHEMA@: lance_replicas.schema),
+-- each argument of its type: no function of another schema on the role's
+-- search_path, nor one of the same name with other argument types, runs.
+local SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
+	.. " FROM @SCHEMA@.lance_rest($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text,"
+	.. " $4::pg_catalog.text, $5::pg_catalog.jsonb)"
 
 -- The application_name of a request's database transaction: this and its
 -- request id, so that log_line_prefix's %a puts the id on every line the
@@ -166,8 +172,15 @@ end
 -- must not run twice.
 local function call(method, path, query, body, headers)
 	local deadline = ngx.req.start_time() + request_timeout
-	return replicas.call(SQL, { method, path, query, body or false, headers }, deadline,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	local schema, outcome, detail = replicas.schema(deadline)
+	if not schema then
+		return nil, outcome, detail
+	end
+	local rows
+	rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
+		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id)
+	replicas.forget_schema(outcome, detail)
+	return rows, outcome, detail
 end
 
 local function refuse(status, code, message)
@@ -221,7 +234,8 @@ local function refusal(body)
 	return nil
 end
 
--- The request's headers for lance_rest, as JSON text, with its request id;
+-- The request's headers for lance_rest, as JSON text, with its request id,
+-- and as a table (name: value, a repeated header's values joined by ", ");
 -- nil when it carries more than MAX_HEADERS.
 local function headers_json()
 	-- get_headers answers "truncated" as a second value when there were more
@@ -236,7 +250,7 @@ local function headers_json()
 	-- the change log keeps the request's id among its headers: the client's
 	-- when sane, else the gateway's own
 	headers["x-request-id"] = ngx.var.lance_request_id
-	return cjson.encode(headers)
+	return cjson.encode(headers), headers
 end
 
 function M.handle()
@@ -343,7 +357,8 @@ end
 -- use, requests waiting for one) in Prometheus's text format, for a key of
 -- an administrator: the database decides, by GET /v1/stats (lance_stats(),
 -- an administrator's), asked with the request's headers; its 401 or 403 is
--- the answer otherwise.
+-- the answer otherwise (without a key: 401 at once; see M.metrics for when
+-- the database cannot answer).
 local function sorted_keys(set)
 	local list = {}
 	for k in pairs(set) do
@@ -356,10 +371,16 @@ end
 local function render()
 	local metrics = ngx.shared.lance_metrics
 	local requests, counts, sums, buckets, errors, gauges = {}, {}, {}, {}, {}, {}
+	local workers = ngx.worker.count()
 	for _, key in ipairs(metrics:get_keys(0)) do
 		local value = metrics:get(key) or 0
-		-- g<TAB>name<TAB>pool<TAB>worker: the worker's id is summed over
-		local kind, a, b = key:match("^(%a)\t([^\t]*)\t?([^\t]*)")
+		-- g<TAB>name<TAB>pool<TAB>worker: summed over the workers running;
+		-- the figures of a worker id no longer there (nginx reloaded with
+		-- fewer workers, or one ended before it could write 0) are not
+		local kind, a, b, worker = key:match("^(%a)\t([^\t]*)\t?([^\t]*)\t?([^\t]*)")
+		if kind == "g" and not (tonumber(worker) and tonumber(worker) < workers) then
+			kind = nil
+		end
 		if kind == "r" then
 			requests[a .. "\t" .. b] = value
 		elseif kind == "n" then
@@ -416,11 +437,64 @@ local function render()
 	return table.concat(out, "\n") .. "\n"
 end
 
-local STATS_SQL = "SELECT status, response_headers::text, response_body, key_id"
-	.. " FROM lance_rest('GET', '/v1/stats', NULL, NULL, $1::jsonb)"
+local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
+	.. " FROM @SCHEMA@.lance_rest('GET'::pg_catalog.text, '/v1/stats'::pg_catalog.text, NULL::pg_catalog.text,"
+	.. " NULL::pg_catalog.text, $1::pg_catalog.jsonb)"
+
+-- The metrics are most needed when the database is down or every
+-- connection is busy, so a scrape never waits for one: without a key it is
+-- 401 at once; with one, the database is asked only on a connection free at
+-- once; and a key it authorized within the last METRICS_AUTHORIZED seconds
+-- still reads the metrics while it cannot answer (a revoked key, at most
+-- that long).  The dict lance_metrics_keys keeps those authorizations under
+-- a salted hash of the key (the salt: random, the gateway's own), never the
+-- key, with the id of the key for the access log.
+local METRICS_AUTHORIZED = 60
+local SALT_ENTRY = "\tsalt"
+
+-- The API key a request sends, as lance_rest() reads it (request_role in
+-- src/http/rest.c): x-api-key, else the Authorization header's after
+-- "bearer " (in any case) and the spaces that follow; nil without one.
+local function sent_key(headers)
+	local key = headers["x-api-key"]
+	if key then
+		return key
+	end
+	local authorization = headers["authorization"]
+	if authorization and authorization:sub(1, 7):lower() == "bearer " then
+		return authorization:sub(8):match("^ *(.*)$")
+	end
+	return nil
+end
+
+local function random_salt()
+	local f = io.open("/dev/urandom", "rb")
+	local bytes = f and f:read(16)
+	if f then
+		f:close()
+	end
+	-- nginx's $request_id is 16 random bytes (OpenSSL's) in hex
+	return bytes or ngx.var.request_id
+end
+
+-- The dict entry of <key>'s authorization: base64 of SHA-1(salt .. key).
+local function authorization_entry(authorized, key)
+	local salt = authorized:get(SALT_ENTRY)
+	if not salt then
+		-- the first worker's salt stays (add never replaces one)
+		authorized:add(SALT_ENTRY, random_salt())
+		salt = authorized:get(SALT_ENTRY)
+	end
+	return "k\t" .. ngx.encode_base64(ngx.sha1_bin(salt .. key))
+end
+
+local function metrics_answer()
+	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
+		["cache-control"] = "no-store" }, render())
+end
 
 function M.metrics()
-	local headers = headers_json()
+	local headers, header_table = headers_json()
 	if not headers then
 		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
 	end
@@ -428,40 +502,78 @@ function M.metrics()
 	if status then
 		return refuse(status, code, message)
 	end
-	local rows, outcome, detail = pool:call(STATS_SQL, { headers }, ngx.req.start_time() + request_timeout,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id)
-	if not rows then
-		if outcome == "error" then
-			return database_error(detail)
+	local key = sent_key(header_table)
+	if not key then
+		return refuse(401, 16,
+			"GET /metrics needs an administrator's API key (x-api-key or Authorization: Bearer)")
+	end
+	local authorized = ngx.shared.lance_metrics_keys
+	local entry = authorized and authorization_entry(authorized, key)
+	local deadline = ngx.req.start_time() + request_timeout
+	local app_name = APPLICATION_PREFIX .. ngx.var.lance_request_id
+	-- only a connection free at once: a scrape never queues
+	local schema, outcome, detail = replicas.schema(deadline, true)
+	local rows
+	if schema then
+		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers }, deadline, app_name,
+			true)
+		replicas.forget_schema(outcome, detail)
+	end
+	local row = rows and rows[1]
+	if row then
+		if type(row[4]) == "string" and row[4] ~= "" then
+			ngx.var.lance_key_id = row[4]
 		end
-		return unavailable("the catalog database is unavailable", detail)
+		if tonumber(row[1]) ~= 200 then
+			-- the database said no: an earlier authorization no longer counts
+			if entry then
+				authorized:delete(entry)
+			end
+			return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
+		end
+		if entry then
+			local ok, err = authorized:set(entry, ngx.var.lance_key_id, METRICS_AUTHORIZED)
+			if not ok then
+				ngx.log(ngx.WARN, "lance_gateway: cannot keep the authorization of /metrics: ", err)
+			end
+		end
+		return metrics_answer()
 	end
-	local row = rows[1]
-	if not row then
+	-- the database cannot answer now (down, every connection busy): a key
+	-- it authorized a moment ago still reads the metrics
+	local key_id = entry and authorized:get(entry)
+	if key_id then
+		ngx.var.lance_key_id = key_id
+		return metrics_answer()
+	end
+	if rows then
 		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
+	elseif outcome == "error" then
+		return database_error(detail)
+	elseif outcome == "busy" then
+		return unavailable("no database connection was free to check the key"
+			.. " (GET /metrics does not wait for one)", detail)
 	end
-	if type(row[4]) == "string" and row[4] ~= "" then
-		ngx.var.lance_key_id = row[4]
-	end
-	if tonumber(row[1]) ~= 200 then
-		return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
-	end
-	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
-		["cache-control"] = "no-store" }, render())
+	return unavailable("the catalog database is unavailable", detail)
 end
 
 -- GET /readyz: 200 when the database answers and its extension is at the
 -- version of the library the database loaded (lance_library_version()),
 -- else 503.  Without a key; the body names no host, role or error text.
-local READY_SQL = "SELECT lance_library_version() OPERATOR(pg_catalog.=) (SELECT e.extversion"
+local READY_SQL = "SELECT @SCHEMA@.lance_library_version() OPERATOR(pg_catalog.=) (SELECT e.extversion"
 	.. " FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace')"
 local READY_TIMEOUT = 5
 
 function M.readyz()
 	local deadline = ngx.now() + math.min(READY_TIMEOUT, request_timeout)
 	-- only a connection free at once: a probe does not queue behind requests
-	local rows, outcome, detail = pool:call(READY_SQL, {}, deadline,
-		APPLICATION_PREFIX .. ngx.var.lance_request_id, true)
+	local schema, outcome, detail = replicas.schema(deadline, true)
+	local rows
+	if schema then
+		rows, outcome, detail = pool:call(replicas.sql_in(READY_SQL, schema), {}, deadline,
+			APPLICATION_PREFIX .. ngx.var.lance_request_id, true)
+		replicas.forget_schema(outcome, detail)
+	end
 	local answer = rows and rows[1] and rows[1][1]
 	ngx.header["content-type"] = "application/json"
 	ngx.header["cache-control"] = "no-store"
@@ -479,6 +591,8 @@ function M.readyz()
 		if outcome == "error" and type(detail) == "table" and detail.sqlstate == "42883" then
 			-- no lance_library_version(): an extension older than the library
 			reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
+		elseif outcome == "error" and type(detail) == "table" and detail.sqlstate == "42704" then
+			reason = "the extension lance_namespace is not installed: CREATE EXTENSION lance_namespace"
 		else
 			reason = "the catalog database cannot be reached"
 		end

@@ -8,12 +8,13 @@
 -- and matched as lance_rest() matches them (find_route in src/http/rest.c).
 --
 -- Read-your-writes: after a change that answered 2xx, the primary's WAL
--- position (pg_current_wal_lsn(), asked after the commit: one more round
--- trip, for changes only) is kept in the shared dict lance_written under the
--- id of the API key that made it (lnk_<12 hex>; "-" without a key).  That
--- key's reads go to a standby only once the standby has replayed up to that
--- position, else to the primary: a key never reads older state than it
--- wrote.  Other keys' reads are not held back.
+-- position (pg_current_wal_insert_lsn(), asked after the commit: one more
+-- round trip, for changes only) is kept in the shared dict lance_written
+-- under the id of the API key the database authenticated for it
+-- (lnk_<12 hex>; "-" without one), one entry per worker.  That key's reads
+-- go to a standby only once the standby has replayed up to that position,
+-- else to the primary: a key never reads older state than it wrote.  Other
+-- keys' reads are not held back.
 --
 -- Each worker checks every standby every CHECK_INTERVAL seconds (a timer):
 -- its replay position and its lag.  The lag is the larger of two figures:
@@ -28,6 +29,7 @@
 -- answers 503 or 401 (a key made after its last replay) goes to the
 -- primary: a read is safe to send twice.
 local lance_db = require("lance_db")
+local semaphore = require("ngx.semaphore")
 
 local M = {}
 
@@ -35,23 +37,35 @@ local CHECK_INTERVAL = 0.5
 -- how long a standby check may take (a standby that accepts connections and
 -- never answers must not hold the checker)
 local CHECK_TIMEOUT = 2
-local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::text, operation_id FROM lance_operations()"
-	.. " WHERE http_path IS NOT NULL"
-local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::text"
+-- Every statement names the schema of each function, operator and type it
+-- uses: the gateway's role's search_path (which may put "$user" or public
+-- first, where someone else may create) never picks what runs.  The
+-- extension's own functions are in the schema CREATE EXTENSION put them in
+-- (M.schema), which the texts name by the placeholder @SCHEMA@.
+local SCHEMA_SQL = "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
+	.. " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+	.. " WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace'"
+local ROUTES_SQL = "SELECT http_method, http_path, changes_catalog::pg_catalog.text, operation_id"
+	.. " FROM @SCHEMA@.lance_operations() WHERE http_path IS NOT NULL"
+local WAL_SQL = "SELECT pg_catalog.pg_current_wal_insert_lsn()::pg_catalog.text"
 -- A standby's replay position and lag, or not a standby (promoted).
 local CHECK_SQL = [[
-SELECT pg_catalog.pg_is_in_recovery()::text,
-       pg_catalog.pg_last_wal_replay_lsn()::text,
-       CASE WHEN pg_catalog.pg_last_wal_replay_lsn() >= pg_catalog.pg_last_wal_receive_lsn() THEN 0
-            ELSE coalesce(extract(epoch FROM pg_catalog.now() - pg_catalog.pg_last_xact_replay_timestamp()), 1e9)
-       END::float8::text]]
+SELECT pg_catalog.pg_is_in_recovery()::pg_catalog.text,
+       pg_catalog.pg_last_wal_replay_lsn()::pg_catalog.text,
+       CASE WHEN pg_catalog.pg_last_wal_replay_lsn()
+                 OPERATOR(pg_catalog.>=) pg_catalog.pg_last_wal_receive_lsn() THEN 0
+            ELSE coalesce(extract(epoch FROM pg_catalog.now() OPERATOR(pg_catalog.-)
+                                             pg_catalog.pg_last_xact_replay_timestamp()), 1e9)
+       END::pg_catalog.float8::pg_catalog.text]]
 
 local primary           -- this worker's pool to the primary (lance_db)
 local standbys = {}     -- { pool, up, in_recovery, lsn, lag, checked }
 local max_lag = 10
 local routes            -- the route table, once read
 local next_standby = 0
-local written           -- ngx.shared.lance_written: key id -> WAL position
+local written           -- ngx.shared.lance_written: key id<TAB>worker id -> WAL position
+local written_ids = 1   -- how many worker ids' entries a key's position is read from
+local WORKERS_SEEN = "\tworkers"   -- (in lance_written) the most workers a start had
 
 -- "X/Y" (hex halves of a WAL position) as a number: exact below 2^53.
 local function lsn_number(text)
@@ -70,13 +84,111 @@ local function split(path)
 	return segments
 end
 
+-- The extension's schema, as an SQL name (quote_ident), once known; and
+-- while this worker looks it up, the look-up ({wake, waiters}) that other
+-- requests wait for rather than each asking again.
+local schema
+local lookup
+
+-- Which schema the extension is in is asked once per worker, by the first
+-- request that needs it, on the primary (a standby, a copy of it, when the
+-- primary cannot answer): the schema is chosen at CREATE EXTENSION and
+-- stays (relocatable = false), but a DROP and CREATE EXTENSION may move it,
+-- so a call that finds no such function or schema forgets it (forget_schema)
+-- and the next request asks again.
+-- schema(deadline, no_wait): the schema, or nil, outcome, detail as
+-- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
+-- extension is not installed); a look-up that broke off is "not_sent": it
+-- was a read, and the request it was for was not sent.
+function M.schema(deadline, no_wait)
+	if schema then
+		return schema
+	end
+	if lookup then
+		if no_wait then
+			return nil, "busy", "the extension's schema is being looked up"
+		end
+		local current = lookup
+		current.waiters = current.waiters + 1
+		current.wake:wait(math.max(0, deadline - ngx.now()))
+		if schema then
+			return schema
+		end
+		return nil, current.outcome or "busy",
+			current.detail or "the look-up of the extension's schema took too long"
+	end
+	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+	lookup = current
+	-- (pcall: the look-up must end, or this worker's requests would wait for it)
+	local ok, rows, outcome, detail = pcall(function()
+		local rows_, outcome_, detail_ = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+		for _, s in ipairs(standbys) do
+			if rows_ then
+				break
+			end
+			rows_ = s.pool:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+		end
+		return rows_, outcome_, detail_
+	end)
+	if not ok then
+		rows, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(rows)
+	end
+	if rows and rows[1] and type(rows[1][1]) == "string" then
+		schema = rows[1][1]
+	elseif rows then
+		outcome, detail = "error", { sqlstate = "42704",
+			message = "the extension lance_namespace is not installed in the gateway's database" }
+	elseif outcome == "unknown" then
+		outcome = "not_sent"
+	end
+	lookup = nil
+	current.outcome, current.detail = outcome, detail
+	if current.waiters > 0 then
+		current.wake:post(current.waiters)
+	end
+	if schema then
+		return schema
+	end
+	return nil, outcome, detail
+end
+
+-- forget_schema(outcome, detail): after a call, forget the schema when the
+-- database found no such function (42883) or schema (3F000): the extension
+-- was dropped, or made anew elsewhere.
+function M.forget_schema(outcome, detail)
+	if outcome == "error" and type(detail) == "table"
+		and (detail.sqlstate == "42883" or detail.sqlstate == "3F000") then
+		schema = nil
+	end
+end
+
+-- sql_in(text, in_schema): text with @SCHEMA@ as in_schema (kept: the
+-- same text each call, whose prepared statement lance_db names by its md5).
+local texts = {}
+function M.sql_in(text, in_schema)
+	local known = texts[text]
+	if not known or known.schema ~= in_schema then
+		known = { schema = in_schema, sql = (text:gsub("@SCHEMA@", function()
+			return in_schema
+		end)) }
+		texts[text] = known
+	end
+	return known.sql
+end
+
 local function load_routes(deadline, no_wait)
-	local rows = primary:call(ROUTES_SQL, {}, deadline, nil, no_wait)
+	local in_schema = M.schema(deadline, no_wait)
+	if not in_schema then
+		return nil
+	end
+	local sql = M.sql_in(ROUTES_SQL, in_schema)
+	local rows, outcome, detail = primary:call(sql, {}, deadline, nil, no_wait)
+	M.forget_schema(outcome, detail)
 	for _, s in ipairs(standbys) do
 		if rows then
 			break
 		end
-		rows = s.pool:call(ROUTES_SQL, {}, deadline)
+		rows = s.pool:call(sql, {}, deadline)
 	end
 	if not rows then
 		return nil
@@ -155,12 +267,18 @@ function M.ensure_routes(deadline)
 end
 
 -- The key id the request names (lnk_ and 12 hex digits), "-" for none: it
--- only chooses where the key's reads go, the database authenticates.
+-- only chooses where the key's reads go, the database authenticates.  The
+-- key is read as lance_rest() reads it (request_role in src/http/rest.c):
+-- x-api-key, else an Authorization header that starts with "bearer " in
+-- any case, the key after the spaces (not tabs) that follow.
 local KEY_ID = "^(lnk_" .. ("%x"):rep(12) .. ")_"
 local function request_key()
 	local key = ngx.var.http_x_api_key
 	if not key then
-		key = (ngx.var.http_authorization or ""):match("^[Bb][Ee][Aa][Rr][Ee][Rr]%s+(%S+)")
+		local authorization = ngx.var.http_authorization
+		if authorization and authorization:sub(1, 7):lower() == "bearer " then
+			key = authorization:sub(8):match("^ *(.*)$")
+		end
 	end
 	return key and key:match(KEY_ID) or "-"
 end
@@ -269,6 +387,10 @@ function M.init_worker(conf)
 	end
 	if #standbys > 0 then
 		assert(written, "lance_gateway: lua_shared_dict lance_written is missing")
+		-- (every worker of a start writes the same count: no race matters)
+		local count = ngx.worker.count()
+		written_ids = math.max(count, written:get(WORKERS_SEEN) or 0)
+		written:set(WORKERS_SEEN, written_ids)
 		assert(ngx.timer.at(0, checker))
 	end
 end
@@ -292,22 +414,57 @@ local function pick(need)
 	return fit[next_standby % #fit + 1]
 end
 
--- Remember that <key> changed the catalog: its reads wait for this
--- position.  Without it (the primary did not answer) its reads go to the
--- primary until the entry expires.
-local function remember(key, deadline)
-	local rows = primary:call(WAL_SQL, {}, deadline)
-	local lsn = rows and rows[1] and lsn_number(rows[1][1]) or math.huge
-	-- an entry older than the lag bound no longer matters: every standby
-	-- within it has replayed past it
-	local ttl = max_lag + 10
-	local old = written:get(key)
-	if not old or old < lsn then
-		local ok, err = written:set(key, lsn, ttl)
-		if not ok then
-			ngx.log(ngx.ERR, "lance_gateway: cannot remember a write of ", key, ": ", err)
+-- lance_written holds, per key id, one entry per worker (key<TAB>worker
+-- id), which only that worker writes: its get and set of it have no yield
+-- between them, so an entry's position never moves back, as it could with
+-- one entry that two workers read and then set in turn (the older position
+-- last).  A key's position is the largest of its entries; the ids read are
+-- those of every worker count this dict has seen (written_ids), so that
+-- the entries of workers a reload with fewer workers removed still count
+-- until they expire.
+local function written_position(key)
+	local need
+	for id = 0, written_ids - 1 do
+		local lsn = written:get(key .. "\t" .. id)
+		if lsn and (not need or lsn > need) then
+			need = lsn
 		end
 	end
+	return need
+end
+
+-- Remember that <key> needs WAL position <lsn> (math.huge: the primary) for
+-- its reads, in this worker's entry: the larger of it and the entry's, for
+-- another LN_READ_MAX_LAG + 10 s (an entry older than the lag bound no
+-- longer matters: every standby within it has replayed past it).  A key id
+-- the database authenticated (or "-") may push out the dict's least used
+-- entries when it is full; an id merely read from the request's headers
+-- takes free space only (safe_set), so that requests with made-up ids
+-- cannot push out the entries of real keys.
+local function remember(key, lsn, authenticated)
+	local entry = key .. "\t" .. (ngx.worker.id() or 0)
+	local old = written:get(entry)
+	if old and old > lsn then
+		lsn = old
+	end
+	local ok, err
+	if authenticated then
+		ok, err = written:set(entry, lsn, max_lag + 10)
+	else
+		ok, err = written:safe_set(entry, lsn, max_lag + 10)
+	end
+	if not ok then
+		ngx.log(ngx.ERR, "lance_gateway: cannot remember a write of ", key, ": ", err)
+	end
+end
+
+-- The key id lance_rest answered (key_id) when it authenticated one.
+local function authenticated_key(rows)
+	local id = rows and rows[1] and rows[1][4]
+	if type(id) == "string" and id ~= "" then
+		return id
+	end
+	return nil
 end
 
 -- call(sql, params, deadline, app_name): run lance_rest (params: method,
@@ -323,7 +480,7 @@ function M.call(sql, params, deadline, app_name)
 	local method, path = params[1], params[2]
 	local key = request_key()
 	if routes and is_read(method, path) then
-		local s = pick(written:get(key))
+		local s = pick(written_position(key))
 		if s then
 			local rows, outcome, detail = s.pool:call(sql, params, deadline, app_name)
 			local status = rows and rows[1] and tonumber(rows[1][1])
@@ -343,17 +500,20 @@ function M.call(sql, params, deadline, app_name)
 	local rows, outcome, detail = primary:call(sql, params, deadline, app_name)
 	local status = rows and rows[1] and tonumber(rows[1][1])
 	if status and status >= 200 and status < 300 then
-		-- the key the database authenticated (key_id), "-" without one
-		local id = rows[1][4]
-		remember(type(id) == "string" and id ~= "" and id or key, deadline)
+		-- the key the database authenticated (key_id), "-" without one:
+		-- never an id merely sent, which anybody can make up; its position
+		-- asked after the commit (the primary not answering: the primary)
+		local wal = primary:call(WAL_SQL, {}, deadline)
+		local lsn = wal and wal[1] and lsn_number(wal[1][1]) or math.huge
+		remember(authenticated_key(rows) or "-", lsn, true)
 	elseif not rows or (status and status >= 500) then
 		-- an outcome the gateway cannot know (the write may have committed),
-		-- or a failure: that key reads from the primary until it writes
-		-- again (within the lag bound), so that a client that reads to find
-		-- out sees the truth; no look-up of the WAL: the primary may be down
-		if key then
-			written:set(key, math.huge, max_lag + 10)
-		end
+		-- or a failure: that key reads from the primary within the lag
+		-- bound, so that a client that reads to find out sees the truth; no
+		-- look-up of the WAL: the primary may be down.  Without an answer
+		-- the key is the one the headers name (not authenticated)
+		local id = authenticated_key(rows)
+		remember(id or key, math.huge, id ~= nil or key == "-")
 	end
 	return rows, outcome, detail
 end

@@ -5,6 +5,9 @@
 #          superuser, inherits nothing, owns nothing, is a member of
 #          lance_admin (so administrator keys work through it), and making it
 #          again changes nothing; without a key it can do nothing itself.
+#          Functions named as the extension's, in a schema ahead of it on the
+#          role's search_path, never run: the gateway names the extension's
+#          schema in every call.
 #   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
 #          an unknown or revoked one 401 with code 16; the access log has one
 #          line per request with the id of the key the database authenticated
@@ -19,6 +22,11 @@
 #          certificate made here with openssl) the gateway serves HTTPS: 200
 #          with a key and 401 without one for a client that trusts the
 #          certificate, and refuses plain HTTP and clients that do not trust it.
+#   ops    /healthz, /readyz, X-Request-Id; /metrics: 401 without a key, 403
+#          for a key that is not an administrator's, its counts parsed; with
+#          the database stopped, 200 for a key authorized a moment ago (its
+#          line in the access log names it), 503 for one never authorized
+#          or refused since (revoked), 401 without a key.
 #
 # Runs as root (or postgres) and starts its own cluster and two gateways in a
 # temporary folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
@@ -141,6 +149,33 @@ else
 	fail "api_key_works: a made-up key does not"
 fi
 
+# Functions named as the extension's, in a schema of someone else's that
+# comes first on the gateway role's search_path: an unqualified call would
+# run them (checked here), the gateway names the extension's schema and
+# never does.  They stay for the rest of this test, each of whose requests
+# would otherwise answer their 299 (lance_rest), be logged as their
+# operation Shadow (lance_operations) or be not ready (lance_library_version).
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+CREATE ROLE gw_shadow NOLOGIN;
+CREATE SCHEMA gw_shadow AUTHORIZATION gw_shadow;
+SET ROLE gw_shadow;
+GRANT USAGE ON SCHEMA gw_shadow TO PUBLIC;
+CREATE FUNCTION gw_shadow.lance_rest(method text, path text, query text, body text, headers jsonb,
+    OUT status integer, OUT response_headers jsonb, OUT response_body text, OUT key_id text)
+    LANGUAGE sql AS $$ SELECT 299, '{"content-type": "application/json"}'::jsonb, '{"shadow": true}', NULL::text $$;
+CREATE FUNCTION gw_shadow.lance_library_version() RETURNS text LANGUAGE sql AS $$ SELECT 'shadow'::text $$;
+CREATE FUNCTION gw_shadow.lance_operations(
+    OUT operation_id text, OUT sql_function text, OUT http_method text, OUT http_path text,
+    OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text,
+    OUT request_members text[]) RETURNS SETOF record
+    LANGUAGE sql AS $$ SELECT 'Shadow', 'shadow', 'GET', '/v1/namespace/{id}/list', false, '', true, NULL, '{}'::text[] $$;
+RESET ROLE;
+ALTER ROLE lance_gateway SET search_path = gw_shadow, public;
+SQL
+check "an unqualified call of the gateway's role finds the shadowing functions" "299 shadow Shadow" \
+	"$(sql -U lance_gateway -d "$DB" -c "SELECT (SELECT status FROM lance_rest('GET', '/v1/namespace/gw/list', NULL, NULL, NULL))
+		|| ' ' || lance_library_version() || ' ' || (SELECT string_agg(operation_id, ',') FROM lance_operations())")"
+
 # ---------------------------------------------------------------------------
 # http
 # ---------------------------------------------------------------------------
@@ -149,6 +184,12 @@ HTTP_PORT="$(find_free_port 2533)"
 start_gateway "$HTTP_PREFIX" "$HTTP_PORT" "$DB" "$SOCK" "$PORT" >/dev/null
 URL="http://127.0.0.1:$HTTP_PORT/v1"
 expect "HTTP, x-api-key" 200 - -H "x-api-key: $KEY" "$URL/namespace/gw/list"
+answer="$(curl_status -H "x-api-key: $KEY" "$URL/namespace/gw/list")"
+if [[ "$answer" == '200 {"namespaces":'* ]]; then
+	pass "the gateway runs the extension's lance_rest, not one ahead of it on its role's search_path"
+else
+	fail "the gateway runs the extension's lance_rest, not one ahead of it on its role's search_path" "got: $answer"
+fi
 expect "HTTP, Authorization: Bearer" 200 - -H "Authorization: Bearer $KEY" "$URL/namespace/gw/list"
 expect "HTTP, no key" 401 16 "$URL/namespace/gw/list"
 expect "HTTP, an unknown key" 401 16 -H "x-api-key: ${KEY:0:17}$(printf 'f%.0s' {1..64})" "$URL/namespace/gw/list"
@@ -164,13 +205,13 @@ expect "HTTP, that key once revoked" 401 16 -H "x-api-key: $OTHER" "$URL/namespa
 
 # The access log: a JSON object per line, with time, request id, method,
 # path, operation, status, Lance code, duration, key id; never a key.
-# nginx writes its log line after the answer: wait for the 8th (the cap,
+# nginx writes its log line after the answer: wait for the 9th (the cap,
 # 60 s, only guards against a hang).  FIELDS: the log's lines as
 # access_log_fields (test/lib.sh) writes them.
 LOG="$HTTP_PREFIX/access.log"
-for _ in $(seq 600); do (($(wc -l <"$LOG") >= 8)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= 9)) && break; sleep 0.1; done
 lines="$(wc -l <"$LOG")"
-check "the access log has a line per request" 8 "$lines"
+check "the access log has a line per request" 9 "$lines"
 FIELDS="$(access_log_fields "$LOG")"
 check "every line is one JSON object" 0 "$(grep -c '^INVALID$' <<<"$FIELDS" || true)"
 if grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9:]{5} GET /v1/namespace/gw/list 200 [0-9.]+ key=$KEY_ID ListNamespaces null [0-9a-f]{32}$" <<<"$FIELDS"; then
@@ -224,7 +265,7 @@ mapfile -t FILL96 < <(many_headers 96)
 mapfile -t FILL97 < <(many_headers 97)
 expect "HTTP, the key as the 100th header" 200 - "${FILL96[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw/list/"
 expect "HTTP, the key after 100 other headers" 431 13 "${FILL97[@]}" -H "x-api-key: $KEY" "$URL/namespace/gw%24header101/list"
-for _ in $(seq 600); do (($(wc -l <"$LOG") >= 14)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= 15)) && break; sleep 0.1; done
 FIELDS="$(access_log_fields "$LOG")"
 # logged <path>...: "<path> <status> key=<id>" of the log's line for each path
 logged() {
@@ -456,8 +497,36 @@ else
 	fail "no key in the metrics"
 fi
 
+# /metrics when the database cannot answer: a key the database authorized
+# for it a moment ago still reads the metrics (for 60 s), one it never
+# authorized or refused since (revoked) is 503, none at all 401 at once.
+NEVER_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+REVOKED_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+expect "GET /metrics with a key about to be revoked" 200 - -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+sql -U postgres -d "$DB" -v id="${REVOKED_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+expect "GET /metrics with that key once revoked" 401 16 -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+expect "GET /metrics with an administrator's key, just before the database stops" 200 - \
+	-H "x-api-key: $KEY" "$BASE/metrics"
+
 # the database down: not ready, still alive; ready again once it is back
 stop_clusters "$PGDATA_DIR"
+expect "GET /metrics without a key, the database stopped" 401 16 "$BASE/metrics"
+if AFTER="$(scrape)" && [[ "$(awk '$2 == "lance_db_connections_in_use" && $3 == "pool=primary" { print $1 }' <<<"$AFTER")" == gauge ]]
+then
+	pass "GET /metrics with the key authorized a moment ago, the database stopped: 200, and it parses"
+else
+	fail "GET /metrics with the key authorized a moment ago, the database stopped: 200, and it parses" \
+		"$(head -c 600 "$WORK/metrics.txt")"
+fi
+expect "the same key as a bearer token" 200 - -H "Authorization: Bearer $KEY" -H 'x-request-id: metrics-down' \
+	"$BASE/metrics"
+for _ in $(seq 600); do grep -q '"request_id":"metrics-down"' "$HTTP_PREFIX/access.log" && break; sleep 0.1; done
+check "its access log line names the key the database authorized" "200 $KEY_ID" \
+	"$(grep '"request_id":"metrics-down"' "$HTTP_PREFIX/access.log" | jq -r '"\(.status) \(.key_id)"')"
+expect "GET /metrics with an administrator's key it never authorized, the database stopped" 503 17 \
+	-H "x-api-key: $NEVER_KEY" "$BASE/metrics"
+expect "GET /metrics with the key it refused once revoked, the database stopped" 503 17 \
+	-H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
 expect "GET /readyz with the database stopped" 503 - "$BASE/readyz"
 check "its body names no host, role or error text" \
 	'{"status":"not ready","reason":"the catalog database cannot be reached"}' "$(curl -sS --max-time 20 "$BASE/readyz")"

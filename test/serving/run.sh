@@ -34,6 +34,9 @@
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again
 #   50_access_log   the access log has each request's real duration and end
+#   55_metrics      GET /metrics with every connection busy (a key authorized
+#                   a moment ago: 200 at once; one never authorized: 503),
+#                   and its gauges after a reload with fewer workers
 #   60_reads        LN_DATABASE_READ_URL: reads on a hot standby (replay
 #                   paused), read-your-writes per API key, LN_READ_MAX_LAG,
 #                   a standby down (helpers: replication.sh)

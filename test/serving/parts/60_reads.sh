@@ -13,7 +13,9 @@
 #   ryw       the key that just made the namespace reads it (200: its read
 #             went to the primary, the standby has not replayed its write);
 #             once the standby has replayed past its write, its reads go to
-#             the standby again
+#             the standby again; a change without a key whose header names
+#             another key's id (where lance_rest reads no key) is remembered
+#             for requests without a key, not for that id
 #   lag       a gateway with LN_READ_MAX_LAG=1 skips the paused standby once
 #             it lags more than 1 s (the same read turns 200), and a standby
 #             cut off from its primary once the primary has moved on
@@ -29,6 +31,9 @@ repl_wait_streaming "$SOCK" "$PORT" serving_s60
 R60_READ_URL="postgresql:///$DB?host=$SOCK&port=$R60_PORT&user=lance_gateway"
 # a second key, that writes nothing through the gateway
 R60_OTHER="$(create_api_key lance_admin -h "$SOCK" -p "$PORT" -U postgres -d "$DB")"
+# and 5 more, each for one change
+R60_KEYS=()
+for i in 1 2 3 4 5; do R60_KEYS+=("$(create_api_key lance_admin -h "$SOCK" -p "$PORT" -U postgres -d "$DB")"); done
 repl_wait_replay "$SOCK" "$PORT" "$SOCK" "$R60_PORT"
 
 # r60 <key> <method> <path> [body]: the status of one request through GW.
@@ -101,6 +106,22 @@ if [[ "$r60_list" == *'"r60a"'* ]]; then
 else
 	fail "read-your-writes: and lists it" "$r60_list"
 fi
+# Each worker keeps its own entries of the keys' changes and reads every
+# worker's: 5 keys (made before the pause: the standby knows them) each make
+# a namespace and read it, each request on a connection of its own, which
+# either worker may take (the kernel decides): the read finds the change
+# whichever worker took it.
+r60_ryw=()
+for i in "${!R60_KEYS[@]}"; do
+	status="$(r60 "${R60_KEYS[$i]}" POST "/v1/namespace/ns%24r60k$i/create" '{}') $(r60_describe "${R60_KEYS[$i]}" "r60k$i")"
+	[[ "$status" == "200 200" ]] || r60_ryw+=("key $i: $status")
+done
+if ((${#r60_ryw[@]} == 0)); then
+	pass "read-your-writes: 5 more keys each read the namespace they just made"
+else
+	fail "read-your-writes: 5 more keys each read the namespace they just made" "${r60_ryw[@]}"
+fi
+check "another key's read of one still goes to the standby (not replayed: 404)" 404 "$(r60_describe "$R60_OTHER" r60k0)"
 check "another key's read of it still goes to the standby (not replayed: 404)" 404 "$(r60_describe "$R60_OTHER" r60a)"
 check "the standby has not replayed it" 0 \
 	"$(repl_psql "$SOCK" "$R60_PORT" -d "$DB" -c "SELECT count(*) FROM lance_catalog.object WHERE name = 'r60a'")"
@@ -135,6 +156,38 @@ else
 		"DescribeNamespace answers $(r60_describe "$KEY" r60b)"
 fi
 check "and the write is there: the key reads its namespace on the standby" 200 "$(r60_describe "$KEY" r60a)"
+
+# Read-your-writes remembers the key the database authenticated, never an id
+# merely sent: a change made without a key (lance_namespace.anonymous_role)
+# whose Authorization header names another key's id where lance_rest reads
+# no key ("Bearer" and a tab) is remembered for requests without a key, and
+# that key's reads still go to the standby.  (An id anybody can make up
+# must not take the dict's room, nor send a real key's reads elsewhere.)
+# The gateway samples the primary's WAL position before the standby is
+# paused past it (it checks the standby once it has taken a sample): one
+# without a sample that the paused standby has replayed finds it lagging
+# past any bound.
+repl_resume "$SOCK" "$R60_PORT"
+sql -c "ALTER DATABASE $DB SET lance_namespace.anonymous_role = 'lance_admin'" >/dev/null
+r60_since="$(repl_psql "$SOCK" "$R60_PORT" -d postgres -c "SELECT pg_catalog.now()")"
+gw_up anonymous LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=60 || return 0
+wait_for 100 answers t repl_psql "$SOCK" "$R60_PORT" -d postgres -c "SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE usename = 'lance_gateway' AND backend_start > '$r60_since'" ||
+	fail "the gateway of anonymous changes checks the standby"
+repl_wait_replay "$SOCK" "$PORT" "$SOCK" "$R60_PORT"
+repl_pause "$SOCK" "$R60_PORT"
+sql -c "SELECT lance_create_namespace('{\"id\": [\"ns\", \"r60f\"]}') IS NOT NULL" >/dev/null
+wait_for 100 answers 404 r60_describe "$R60_OTHER" r60f ||
+	fail "the gateway of anonymous changes reads on the standby" "$(r60_describe "$R60_OTHER" r60f)"
+check "a change without a key, its Authorization naming another key's id after \"Bearer\" and a tab: 200" 200 \
+	"$(curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -X POST -H $'Authorization: Bearer\t'"${R60_OTHER:0:16}_junk" \
+		-H 'content-type: application/json' -d '{}' "$GW/v1/namespace/ns%24r60e/create" 2>/dev/null)"
+check "the key it named still reads on the standby (404: not replayed)" 404 "$(r60_describe "$R60_OTHER" r60f)"
+check "a request without a key reads the change made without a key (on the primary)" 200 \
+	"$(curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -X POST "$GW/v1/namespace/ns%24r60e/describe" 2>/dev/null)"
+sql -c "ALTER DATABASE $DB RESET lance_namespace.anonymous_role" >/dev/null
+gw_down
+GW="$R60_GW" GW_PREFIX="$R60_GW_PREFIX"
 
 # A standby cut off from its primary (no primary_conninfo) has replayed all
 # it received, so its own figure says no lag while the primary moves on: the
