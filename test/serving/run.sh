@@ -21,7 +21,8 @@
 #   27_lua_error    a Lua error in lance_db.lua's thread_call (injected through
 #                   its arguments, by an nginx of the part's own) before the
 #                   call's Sync answers not_sent, after it unknown, and leaves
-#                   no connection open
+#                   no connection open; a thread that raises past its own
+#                   error handling: unknown, its connection never used again
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
 #                   password over TCP; then a TLS client certificate), two
