@@ -19,14 +19,23 @@
 -- far the call got (sent or not), so the worker knows both even when the
 -- thread answers nothing it can use.
 --
--- The thread never waits past the call's deadline either (a thread that
--- waits for ever holds its slot for ever): its connections are in libpq's
--- nonblocking mode, so a server or a network that stops reading (a large
--- body fills the sockets' buffers) holds a send only until the deadline,
--- and an answer is waited for with poll() until the deadline and its grace.
--- Connecting is bounded by connect_timeout; TCP keepalives and
--- tcp_user_timeout (defaults the conninfo may override) end a connection
--- whose network died, idle in its slot or not.
+-- The thread never waits past the call's deadline for the database's
+-- answer either (a thread that waits for ever holds its slot for ever):
+-- its connections are in libpq's nonblocking mode, so a server or a
+-- network that stops reading (a large body fills the sockets' buffers)
+-- holds a send only until the deadline, and an answer is waited for with
+-- poll() until the deadline and its grace.  Connecting is libpq's, which
+-- blocks, bounded by connect_timeout: the whole seconds left (at most the
+-- pool's connect_timeout), but 2 at least, libpq's least.  libpq waits
+-- that long for each host of a conninfo with several (and each address of
+-- a name), and resolving a host name is not bounded at all: a conninfo of
+-- one host given by address is.  A call that starts with less than 2 s
+-- left may so connect past its deadline by up to 2 s less its time; a
+-- second attempt (a call not sent goes once more on a new connection,
+-- while time is left) connects only with 2 s left.  A conninfo's
+-- own connect_timeout wins.  TCP keepalives and tcp_user_timeout (defaults
+-- the conninfo may override) end a connection whose network died, idle in
+-- its slot or not.
 --
 -- A call's outcome is one of:
 --   rows                  the last statement's rows
@@ -545,13 +554,16 @@ local function run_pipeline(slot, name, template, params, left_ms, prepared, dea
 	return "ok", rows
 end
 
+-- libpq's least connect_timeout (it waits whole seconds, 2 at least).
+local MIN_CONNECT_S = 2
+
 -- Runs in a thread of nginx's thread pool.  slot: the slot's record
 -- (struct lance_db_slot): its connection (NULL: none), made or replaced
 -- here; prepared: the statements prepared on it (names), or false to send
 -- query texts (through a pooler).  Answers the outcome (see the top of
 -- this file), the statements then prepared on the slot's connection, and
 -- true when the connection turned out not to keep prepared statements.
-local function thread_call(slot, conninfo, connect_timeout, name, template, params, timeout_ms, prepared,
+local function thread_call(slot, conninfo, max_connect_timeout, name, template, params, timeout_ms, prepared,
 	app_name)
 	app_name = app_name or DEFAULT_APPLICATION_NAME
 	local started = now_ms()
@@ -565,9 +577,15 @@ local function thread_call(slot, conninfo, connect_timeout, name, template, para
 	slot.discard = 0
 	-- a call that cannot have committed may go again, once, while time is left
 	local unsent
-	for _ = 1, 2 do
+	for attempt = 1, 2 do
 		local left = math.floor(deadline - now_ms())
-		if slot.conn == nil and left >= 1 then
+		-- connect_timeout is the whole seconds left (libpq waits that long
+		-- for each host), and a second attempt connects only with 2 s left;
+		-- the first one connects anyway, so that a call given less than 2 s
+		-- can connect at all, at worst 2 s less its time late
+		if slot.conn == nil and left >= 1 and (attempt == 1 or left >= MIN_CONNECT_S * 1000) then
+			local connect_timeout = math.max(MIN_CONNECT_S,
+				math.floor(math.min(max_connect_timeout, left / 1000)))
 			local connected, err = connect(slot, conninfo, connect_timeout)
 			prepared = {}
 			if not connected then
@@ -624,7 +642,7 @@ local function gateway_error(err)
 	return "gateway error: " .. tostring(err)
 end
 
--- M.thread_call(slot_address, conninfo, connect_timeout, name,
+-- M.thread_call(slot_address, conninfo, max_connect_timeout, name,
 -- template, params, timeout_ms, prepared, app_name): thread_call, in the
 -- thread, for the record at slot_address (a number: the slot's record is
 -- the worker's memory).  Answers outcome, value, prepared, pooler.
@@ -734,12 +752,11 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 	publish(self)
 	ngx.update_time()
 	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
-	local connect_timeout = math.max(2, math.min(self.connect_timeout, math.ceil(timeout_ms / 1000)))
 	local name = "lance_db_" .. ngx.md5(template)
 	local record = slot.record
 	record.phase = PHASE_WAITING
 	local tok, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
-		"thread_call", slot.address, self.conninfo, connect_timeout, name, template, params, timeout_ms,
+		"thread_call", slot.address, self.conninfo, self.connect_timeout, name, template, params, timeout_ms,
 		self.prepare and slot.prepared, app_name or false)
 	if not tok and record.phase == PHASE_WAITING then
 		-- thread_call did not begin (no VM, no memory, or an error before

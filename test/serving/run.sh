@@ -12,7 +12,9 @@
 #   20_timeouts     LN_REQUEST_TIMEOUT: a request past it is cancelled in
 #                   the database, rolled back (no version, no change-log
 #                   entry) and answered 503, code 17, Retry-After; one that
-#                   finds no free connection until then the same; 400
+#                   finds no free connection until then the same; one
+#                   connecting to a silent server with LN_REQUEST_TIMEOUT=3.5
+#                   within 3.5 s, and 3.5 connects to the database; 400
 #                   requests from 100 concurrent clients all answer 200
 #   25_send_stall   with the backend of the gateway's one connection stopped
 #                   (SIGSTOP: it reads nothing), a commit with a 4 MB body
