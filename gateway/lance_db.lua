@@ -44,7 +44,8 @@
 --   nil, "busy", msg      no slot became free, or no time was left, before
 --                         the deadline: nothing sent
 --   nil, "not_sent", msg  no connection could be made, or the call could not
---                         be sent whole before the deadline: nothing
+--                         be sent whole (the deadline came, or the
+--                         connection broke, with its end unsent): nothing
 --                         committed, nor ever will.  Its first statements may
 --                         have reached the server and even run, but never
 --                         its end: the pipeline's Sync (or the query text's
@@ -57,8 +58,9 @@
 --                         back whatever ran.
 --   nil, "unknown", msg   the connection broke, or the deadline and its grace
 --                         passed, after the call's Sync (or query text) was
---                         handed to libpq to send: it may have committed.  A
---                         call that may have committed is never sent again.
+--                         handed to libpq to send, and libpq did not report
+--                         its end unsent: it may have committed.  A call
+--                         that may have committed is never sent again.
 --
 -- Every call runs in one implicit transaction (one round trip) whose first
 -- statement sets statement_timeout to the time left and application_name
@@ -362,25 +364,30 @@ end
 
 -- send_queued(conn, until_ms): hand what libpq holds for the server to the
 -- kernel.  While the socket takes no more (the server, or a network in
--- between, stopped reading) it waits with poll() for room, and reads what
--- the server sends meanwhile (libpq's advice for nonblocking connections:
--- a server that cannot send may stop reading).  Answers "sent" once libpq
--- holds nothing more; "held" at until_ms, libpq still holding the end of it
--- (PQflush answered 1: not all was sent); or "broken", message.
+-- between, stopped reading) it waits with poll() for room or for input:
+-- PQflush reads what the server sent meanwhile whenever it cannot send all
+-- (libpq's advice for nonblocking connections: a server that cannot send
+-- may stop reading).  Answers "sent" once libpq holds nothing more; "held"
+-- at until_ms, libpq still holding the end of it (PQflush answered 1: not
+-- all was sent); or "unsent", message: the connection broke with the end
+-- still unsent.  PQflush fails only with something to send, when a read
+-- fails while it cannot send the rest, or after a send failed earlier
+-- (libpq then drops what it holds unsent): either way the call's last
+-- byte, that of its Sync or query text, never left.  (A send that fails
+-- libpq takes as done, reporting it only when it reads: the call is then
+-- "unknown", though nothing of it committed.)  PQconsumeInput is not
+-- called here: it flushes first, so its failure cannot tell whether the
+-- end went out before its read failed.
 local function send_queued(conn, until_ms)
 	while true do
 		local flushed = pq.PQflush(conn)
 		if flushed == 0 then
 			return "sent"
 		elseif flushed < 0 then
-			return "broken", conn_error(conn)
+			return "unsent", conn_error(conn)
 		end
-		local ready = wait_socket(conn, bit.bor(POLLIN, POLLOUT), until_ms)
-		if not ready then
+		if not wait_socket(conn, bit.bor(POLLIN, POLLOUT), until_ms) then
 			return "held"
-		end
-		if bit.band(ready, POLLIN) ~= 0 and pq.PQconsumeInput(conn) == 0 then
-			return "broken", conn_error(conn)
 		end
 	end
 end
@@ -393,14 +400,16 @@ end
 local function run_query(slot, text, deadline_ms, hard_deadline_ms)
 	local conn = slot.conn
 	slot.phase = PHASE_SENT
+	-- its failure: the text was not queued whole, or its flush failed with
+	-- the end unsent (see send_queued)
 	if pq.PQsendQuery(conn, text) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
 	local sending, err = send_queued(conn, deadline_ms)
 	if sending == "held" then
 		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "broken" then
-		return "unknown", "the connection broke while sending: " .. err
+	elseif sending == "unsent" then
+		return "not_sent", "the connection broke while sending: " .. err
 	end
 	local rows, failure = {}, nil
 	while true do
@@ -494,14 +503,16 @@ local function run_pipeline(slot, name, template, params, left_ms, prepared, dea
 		return "not_sent", conn_error(conn)
 	end
 	slot.phase = PHASE_SENT
+	-- PQpipelineSync fails before it queued the Sync whole (no memory), or
+	-- when its flush failed, which leaves the end unsent (see send_queued)
 	if pq.PQpipelineSync(conn) ~= 1 then
-		return "unknown", "the connection broke while sending: " .. conn_error(conn)
+		return "not_sent", "the connection broke while sending: " .. conn_error(conn)
 	end
 	local sending, err = send_queued(conn, deadline_ms)
 	if sending == "held" then
 		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "broken" then
-		return "unknown", "the connection broke while sending: " .. err
+	elseif sending == "unsent" then
+		return "not_sent", "the connection broke while sending: " .. err
 	end
 	local rows, failure, step = {}, nil, 1
 	while true do

@@ -19,7 +19,8 @@
 #   25_send_stall   with the backend of the gateway's one connection stopped
 #                   (SIGSTOP: it reads nothing), a commit with a 4 MB body
 #                   is answered 503, code 17, within LN_REQUEST_TIMEOUT and
-#                   its 2 s of grace, not committed; the gateway serves again
+#                   its 2 s of grace, as not sent, not committed; the gateway
+#                   serves again
 #   27_lua_error    a Lua error in lance_db.lua's thread_call (injected through
 #                   its arguments, by an nginx of the part's own) before the
 #                   call's Sync answers not_sent, after it unknown, and leaves
