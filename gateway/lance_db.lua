@@ -12,17 +12,30 @@
 -- waits for a free slot (ngx.semaphore) until its deadline, then runs in a
 -- thread with that slot's connection, which the thread makes if the slot has
 -- none or its connection died.  The connection itself is a C pointer kept in
--- the slot (as a number), not in the thread's VM: threads and VMs come and
--- go, the slots and their connections stay, one request at a time each.
+-- the slot's record (C memory of the worker the thread writes through its
+-- address), not in the thread's VM: threads and VMs come and go, the slots
+-- and their connections stay, one request at a time each.  The thread
+-- keeps the record up to date as it connects and closes, and records how
+-- far the call got (sent or not), so the worker knows both even when the
+-- thread answers nothing it can use.
 --
--- The thread never waits past the call's deadline either (a thread that
--- waits for ever holds its slot for ever): its connections are in libpq's
--- nonblocking mode, so a server or a network that stops reading (a large
--- body fills the sockets' buffers) holds a send only until the deadline,
--- and an answer is waited for with poll() until the deadline and its grace.
--- Connecting is bounded by connect_timeout; TCP keepalives and
--- tcp_user_timeout (defaults the conninfo may override) end a connection
--- whose network died, idle in its slot or not.
+-- The thread never waits past the call's deadline for the database's
+-- answer either (a thread that waits for ever holds its slot for ever):
+-- its connections are in libpq's nonblocking mode, so a server or a
+-- network that stops reading (a large body fills the sockets' buffers)
+-- holds a send only until the deadline, and an answer is waited for with
+-- poll() until the deadline and its grace.  Connecting is libpq's, which
+-- blocks, bounded by connect_timeout: the whole seconds left (at most the
+-- pool's connect_timeout), but 2 at least, libpq's least.  libpq waits
+-- that long for each host of a conninfo with several (and each address of
+-- a name), and resolving a host name is not bounded at all: a conninfo of
+-- one host given by address is.  A call that starts with less than 2 s
+-- left may so connect past its deadline by up to 2 s less its time; a
+-- second attempt (a call not sent goes once more on a new connection,
+-- while time is left) connects only with 2 s left.  A conninfo's
+-- own connect_timeout wins.  TCP keepalives and tcp_user_timeout (defaults
+-- the conninfo may override) end a connection whose network died, idle in
+-- its slot or not.
 --
 -- A call's outcome is one of:
 --   rows                  the last statement's rows
@@ -31,7 +44,8 @@
 --   nil, "busy", msg      no slot became free, or no time was left, before
 --                         the deadline: nothing sent
 --   nil, "not_sent", msg  no connection could be made, or the call could not
---                         be sent whole before the deadline: nothing
+--                         be sent whole (the deadline came, or the
+--                         connection broke, with its end unsent): nothing
 --                         committed, nor ever will.  Its first statements may
 --                         have reached the server and even run, but never
 --                         its end: the pipeline's Sync (or the query text's
@@ -44,8 +58,9 @@
 --                         back whatever ran.
 --   nil, "unknown", msg   the connection broke, or the deadline and its grace
 --                         passed, after the call's Sync (or query text) was
---                         handed to libpq to send: it may have committed.  A
---                         call that may have committed is never sent again.
+--                         handed to libpq to send, and libpq did not report
+--                         its end unsent: it may have committed.  A call
+--                         that may have committed is never sent again.
 --
 -- Every call runs in one implicit transaction (one round trip) whose first
 -- statement sets statement_timeout to the time left and application_name
@@ -63,10 +78,12 @@
 --
 -- A Lua error in the thread (a bug, no memory) ends the call's connection
 -- (it may be inside the call's transaction) and answers "unknown" once the
--- Sync or query text was handed to libpq, "not_sent" before.  The C
--- arrays of pointers handed to libpq point into Lua strings that stay
--- referenced (anchored) until the C call returns; libpq copies what it
--- keeps.
+-- Sync or query text was handed to libpq, "not_sent" before.  Should even
+-- that fail, or the thread's answer not reach the worker, the worker
+-- answers the same from the slot's record and the slot's next call closes
+-- the connection before anything else.  The C arrays of pointers handed
+-- to libpq point into Lua strings that stay referenced (anchored) until
+-- the C call returns; libpq copies what it keeps.
 
 local M = {}
 
@@ -75,14 +92,39 @@ local M = {}
 -- ---------------------------------------------------------------------------
 local ffi, bit, pq, C
 
+-- A slot's record (struct lance_db_slot), in C memory the worker allocates
+-- and a thread writes through its address: conn, the slot's connection
+-- (NULL: none); phase, how far the call now running got (PHASE_*), which
+-- the worker reads when the thread answers nothing it can use; discard,
+-- set when conn must not serve another call (a Lua error left it in an
+-- unknown state): the next call closes it before anything else.  Any
+-- connection it names is open (drop forgets it before PQfinish), so an
+-- error anywhere leaks at worst, never hands a freed connection on.
+local PHASE_WAITING = 0 -- set by the worker: the thread did not begin
+local PHASE_RUNNING = 1 -- the thread began: nothing of the call can commit
+local PHASE_SENT = 2 -- its Sync or query text was handed to libpq
+
+local slot_type_defined = false
+
+local function define_slot_type()
+	if slot_type_defined then
+		return
+	end
+	ffi = ffi or require("ffi")
+	ffi.cdef([[
+typedef struct pg_conn PGconn;
+struct lance_db_slot { PGconn *conn; int32_t phase; int32_t discard; };
+]])
+	slot_type_defined = true
+end
+
 local function load_libpq()
 	if pq then
 		return
 	end
-	ffi = require("ffi")
+	define_slot_type()
 	bit = require("bit")
 	ffi.cdef([[
-typedef struct pg_conn PGconn;
 typedef struct pg_result PGresult;
 PGconn *PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname);
 int PQstatus(const PGconn *conn);
@@ -191,16 +233,14 @@ local function still_usable(conn)
 	return C.poll(fds, 1, 0) == 0
 end
 
--- held: what a call's thread holds (see thread_call), for M.thread_call to
--- end after a Lua error: conn, its connection, and sent, set before the
--- call's Sync or query text is handed to libpq (from then on it may commit).
-
--- drop(held): close the thread's connection.  Its socket is shut down
--- first: PQfinish sends a Terminate after whatever libpq still holds, and
--- what it holds may be the end of a call answered "not_sent" (its Sync).
-local function drop(held)
-	local conn = held.conn
-	held.conn = nil
+-- drop(slot): close the slot's connection.  The slot forgets it first (an
+-- error after that leaks it rather than leave a freed one named), and its
+-- socket is shut down before PQfinish: PQfinish sends a Terminate after
+-- whatever libpq still holds, and what it holds may be the end of a call
+-- answered "not_sent" (its Sync).
+local function drop(slot)
+	local conn = slot.conn
+	slot.conn = nil
 	if conn ~= nil then
 		local socket = pq.PQsocket(conn)
 		if socket >= 0 then
@@ -208,10 +248,6 @@ local function drop(held)
 		end
 		pq.PQfinish(conn)
 	end
-end
-
-local function address(conn)
-	return conn ~= nil and tonumber(ffi.cast("intptr_t", conn)) or 0
 end
 
 -- The settings a connection gets unless its conninfo says otherwise (libpq
@@ -231,9 +267,9 @@ local CONNECT_DEFAULTS = {
 	{ "tcp_user_timeout", "25000" },
 }
 
--- connect(held, conninfo, connect_timeout): true once held.conn is a new
+-- connect(slot, conninfo, connect_timeout): true once slot.conn is a new
 -- connection; nil, message when none could be made.
-local function connect(held, conninfo, connect_timeout)
+local function connect(slot, conninfo, connect_timeout)
 	local names = { "connect_timeout" }
 	local texts = { tostring(connect_timeout) }
 	for _, setting in ipairs(CONNECT_DEFAULTS) do
@@ -246,16 +282,15 @@ local function connect(held, conninfo, connect_timeout)
 	for i = 1, #names do
 		keywords[i - 1], values[i - 1] = names[i], texts[i]
 	end
-	held.conn = pq.PQconnectdbParams(keywords, values, 1)
+	slot.conn = pq.PQconnectdbParams(keywords, values, 1)
 	anchored = nil
-	if held.conn == nil then
-		held.conn = nil
+	if slot.conn == nil then
 		return nil, "out of memory"
 	end
 	-- nonblocking: nothing it sends may wait past a call's deadline (send_queued)
-	if pq.PQstatus(held.conn) ~= CONNECTION_OK or pq.PQsetnonblocking(held.conn, 1) ~= 0 then
-		local err = conn_error(held.conn)
-		drop(held)
+	if pq.PQstatus(slot.conn) ~= CONNECTION_OK or pq.PQsetnonblocking(slot.conn, 1) ~= 0 then
+		local err = conn_error(slot.conn)
+		drop(slot)
 		return nil, err
 	end
 	return true
@@ -329,25 +364,30 @@ end
 
 -- send_queued(conn, until_ms): hand what libpq holds for the server to the
 -- kernel.  While the socket takes no more (the server, or a network in
--- between, stopped reading) it waits with poll() for room, and reads what
--- the server sends meanwhile (libpq's advice for nonblocking connections:
--- a server that cannot send may stop reading).  Answers "sent" once libpq
--- holds nothing more; "held" at until_ms, libpq still holding the end of it
--- (PQflush answered 1: not all was sent); or "broken", message.
+-- between, stopped reading) it waits with poll() for room or for input:
+-- PQflush reads what the server sent meanwhile whenever it cannot send all
+-- (libpq's advice for nonblocking connections: a server that cannot send
+-- may stop reading).  Answers "sent" once libpq holds nothing more; "held"
+-- at until_ms, libpq still holding the end of it (PQflush answered 1: not
+-- all was sent); or "unsent", message: the connection broke with the end
+-- still unsent.  PQflush fails only with something to send, when a read
+-- fails while it cannot send the rest, or after a send failed earlier
+-- (libpq then drops what it holds unsent): either way the call's last
+-- byte, that of its Sync or query text, never left.  (A send that fails
+-- libpq takes as done, reporting it only when it reads: the call is then
+-- "unknown", though nothing of it committed.)  PQconsumeInput is not
+-- called here: it flushes first, so its failure cannot tell whether the
+-- end went out before its read failed.
 local function send_queued(conn, until_ms)
 	while true do
 		local flushed = pq.PQflush(conn)
 		if flushed == 0 then
 			return "sent"
 		elseif flushed < 0 then
-			return "broken", conn_error(conn)
+			return "unsent", conn_error(conn)
 		end
-		local ready = wait_socket(conn, bit.bor(POLLIN, POLLOUT), until_ms)
-		if not ready then
+		if not wait_socket(conn, bit.bor(POLLIN, POLLOUT), until_ms) then
 			return "held"
-		end
-		if bit.band(ready, POLLIN) ~= 0 and pq.PQconsumeInput(conn) == 0 then
-			return "broken", conn_error(conn)
 		end
 	end
 end
@@ -357,17 +397,19 @@ end
 -- rows; "error", e; "not_sent", message (the text's end never left: the
 -- server runs a query only once it has its text whole); or "unknown",
 -- message (the connection is then finished).
-local function run_query(held, text, deadline_ms, hard_deadline_ms)
-	local conn = held.conn
-	held.sent = true
+local function run_query(slot, text, deadline_ms, hard_deadline_ms)
+	local conn = slot.conn
+	slot.phase = PHASE_SENT
+	-- its failure: the text was not queued whole, or its flush failed with
+	-- the end unsent (see send_queued)
 	if pq.PQsendQuery(conn, text) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
 	local sending, err = send_queued(conn, deadline_ms)
 	if sending == "held" then
 		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "broken" then
-		return "unknown", "the connection broke while sending: " .. err
+	elseif sending == "unsent" then
+		return "not_sent", "the connection broke while sending: " .. err
 	end
 	local rows, failure = {}, nil
 	while true do
@@ -422,10 +464,9 @@ local DEFAULT_APPLICATION_NAME = "lance_gateway"
 -- connection does not keep prepared statements: a pooler in transaction
 -- mode; nothing ran).  prepared: names prepared on the connection, kept up
 -- to date.
-local function run_pipeline(held, name, template, params, left_ms, prepared, deadline_ms, hard_deadline_ms,
+local function run_pipeline(slot, name, template, params, left_ms, prepared, deadline_ms, hard_deadline_ms,
 	app_name)
-	local conn = held.conn
-	held.sent = false
+	local conn = slot.conn
 	if pq.PQenterPipelineMode(conn) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
@@ -461,15 +502,17 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 		-- no Sync was queued: whatever reached the server rolls back
 		return "not_sent", conn_error(conn)
 	end
-	held.sent = true
+	slot.phase = PHASE_SENT
+	-- PQpipelineSync fails before it queued the Sync whole (no memory), or
+	-- when its flush failed, which leaves the end unsent (see send_queued)
 	if pq.PQpipelineSync(conn) ~= 1 then
-		return "unknown", "the connection broke while sending: " .. conn_error(conn)
+		return "not_sent", "the connection broke while sending: " .. conn_error(conn)
 	end
 	local sending, err = send_queued(conn, deadline_ms)
 	if sending == "held" then
 		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "broken" then
-		return "unknown", "the connection broke while sending: " .. err
+	elseif sending == "unsent" then
+		return "not_sent", "the connection broke while sending: " .. err
 	end
 	local rows, failure, step = {}, nil, 1
 	while true do
@@ -522,49 +565,54 @@ local function run_pipeline(held, name, template, params, left_ms, prepared, dea
 	return "ok", rows
 end
 
--- Runs in a thread of nginx's thread pool.  held: an empty table, where the
--- thread keeps its connection (held.conn) and whether the call may have
--- been sent (held.sent), for M.thread_call to end after a Lua error.  addr:
--- the slot's connection (0: none); prepared: the statements prepared on it
--- (names), or false to send query texts (through a pooler).  Answers the
--- slot's connection afterwards, the outcome (see the top of this file), the
--- statements then prepared on it, and true when the connection turned out
--- not to keep prepared statements.
-local function thread_call(held, addr, conninfo, connect_timeout, name, template, params, timeout_ms,
-	prepared, app_name)
-	load_libpq()
+-- libpq's least connect_timeout (it waits whole seconds, 2 at least).
+local MIN_CONNECT_S = 2
+
+-- Runs in a thread of nginx's thread pool.  slot: the slot's record
+-- (struct lance_db_slot): its connection (NULL: none), made or replaced
+-- here; prepared: the statements prepared on it (names), or false to send
+-- query texts (through a pooler).  Answers the outcome (see the top of
+-- this file), the statements then prepared on the slot's connection, and
+-- true when the connection turned out not to keep prepared statements.
+local function thread_call(slot, conninfo, max_connect_timeout, name, template, params, timeout_ms, prepared,
+	app_name)
 	app_name = app_name or DEFAULT_APPLICATION_NAME
 	local started = now_ms()
 	local deadline, hard_deadline = started + timeout_ms, started + timeout_ms + GRACE_MS
-	held.conn = addr ~= 0 and ffi.cast("PGconn *", addr) or nil
 	local use_prepared = prepared ~= false
 	prepared = prepared or {}
 	local pooler = false
-	if held.conn ~= nil and not still_usable(held.conn) then
-		drop(held)
+	if slot.conn ~= nil and (slot.discard ~= 0 or not still_usable(slot.conn)) then
+		drop(slot)
 	end
+	slot.discard = 0
 	-- a call that cannot have committed may go again, once, while time is left
 	local unsent
-	for _ = 1, 2 do
+	for attempt = 1, 2 do
 		local left = math.floor(deadline - now_ms())
-		if held.conn == nil and left >= 1 then
-			local connected, err = connect(held, conninfo, connect_timeout)
+		-- connect_timeout is the whole seconds left (libpq waits that long
+		-- for each host), and a second attempt connects only with 2 s left;
+		-- the first one connects anyway, so that a call given less than 2 s
+		-- can connect at all, at worst 2 s less its time late
+		if slot.conn == nil and left >= 1 and (attempt == 1 or left >= MIN_CONNECT_S * 1000) then
+			local connect_timeout = math.max(MIN_CONNECT_S,
+				math.floor(math.min(max_connect_timeout, left / 1000)))
+			local connected, err = connect(slot, conninfo, connect_timeout)
 			prepared = {}
 			if not connected then
-				return 0, "not_sent", "cannot connect to the database: " .. err, prepared, pooler
+				return "not_sent", "cannot connect to the database: " .. err, prepared, pooler
 			end
 			left = math.floor(deadline - now_ms())
 		end
-		if left < 1 then
+		if slot.conn == nil or left < 1 then
 			if unsent then
-				return 0, "not_sent", unsent, {}, pooler
+				return "not_sent", unsent, {}, pooler
 			end
-			return address(held.conn), "busy", "the request's time ran out before it reached the database",
-				prepared, pooler
+			return "busy", "the request's time ran out before it reached the database", prepared, pooler
 		end
 		local outcome, value
 		if use_prepared then
-			outcome, value = run_pipeline(held, name, template, params, left, prepared, deadline,
+			outcome, value = run_pipeline(slot, name, template, params, left, prepared, deadline,
 				hard_deadline, app_name)
 			if outcome == "pooler" then
 				-- nothing ran: send it as a query text, now and from now on
@@ -573,40 +621,63 @@ local function thread_call(held, addr, conninfo, connect_timeout, name, template
 			end
 		end
 		if not use_prepared then
-			local body, err = build_query(held.conn, template, params)
-			local settings = body and build_query(held.conn, TIMEOUT_SQL, { tostring(left), app_name })
+			local body, err = build_query(slot.conn, template, params)
+			local settings = body and build_query(slot.conn, TIMEOUT_SQL, { tostring(left), app_name })
 			if not body or not settings then
-				return address(held.conn), "error", { sqlstate = "22021", message = err or "cannot escape" },
-					prepared, pooler
+				return "error", { sqlstate = "22021", message = err or "cannot escape" }, prepared, pooler
 			end
-			outcome, value = run_query(held, settings .. ";" .. body, deadline, hard_deadline)
+			outcome, value = run_query(slot, settings .. ";" .. body, deadline, hard_deadline)
 		end
 		if outcome == "unknown" then
-			drop(held)
-			return 0, outcome, value, {}, pooler
+			drop(slot)
+			return outcome, value, {}, pooler
 		elseif outcome ~= "not_sent" then
-			return address(held.conn), outcome, value, prepared, pooler
+			return outcome, value, prepared, pooler
 		end
 		-- nothing of it can commit (see the top of this file)
-		drop(held)
-		held.sent = false
+		drop(slot)
+		slot.phase = PHASE_RUNNING
 		unsent = "cannot send to the database: " .. tostring(value)
 	end
-	return 0, "not_sent", unsent, {}, pooler
+	return "not_sent", unsent, {}, pooler
 end
 
-function M.thread_call(...)
-	local held = {}
-	local ok, addr, outcome, value, prepared, pooler = pcall(thread_call, held, ...)
-	if not ok then
-		-- a bug here or no memory, not the database's answer.  The
-		-- connection may be inside the call's transaction: it is closed
-		-- (drop sends nothing more of the call).  Once the call's Sync or
-		-- query text was handed to libpq it may have committed.
-		pcall(drop, held)
-		return 0, held.sent and "unknown" or "not_sent", "gateway error: " .. tostring(addr), {}, false
+local function begin_call(slot_address)
+	load_libpq()
+	local slot = ffi.cast("struct lance_db_slot *", slot_address)
+	slot.phase = PHASE_RUNNING
+	return slot
+end
+
+local function gateway_error(err)
+	return "gateway error: " .. tostring(err)
+end
+
+-- M.thread_call(slot_address, conninfo, max_connect_timeout, name,
+-- template, params, timeout_ms, prepared, app_name): thread_call, in the
+-- thread, for the record at slot_address (a number: the slot's record is
+-- the worker's memory).  Answers outcome, value, prepared, pooler.
+function M.thread_call(slot_address, ...)
+	local began, slot = pcall(begin_call, slot_address)
+	if not began then
+		-- nothing of the slot was touched (its phase still says so)
+		return "not_sent", "gateway error before the call began", nil, false
 	end
-	return addr, outcome, value, prepared, pooler
+	local ok, outcome, value, prepared, pooler = pcall(thread_call, slot, ...)
+	if ok then
+		return outcome, value, prepared, pooler
+	end
+	-- A bug here or no memory, not the database's answer.  The connection
+	-- may be inside the call's transaction: it is closed (drop sends
+	-- nothing more of the call), or, should that fail too, closed by the
+	-- slot's next call before anything else.  Once the call's Sync or query
+	-- text was handed to libpq it may have committed.  This path raises no
+	-- error of its own (every step that allocates is in a pcall).
+	slot.discard = 1
+	pcall(drop, slot)
+	local described, message = pcall(gateway_error, outcome)
+	return slot.phase == PHASE_SENT and "unknown" or "not_sent",
+		described and message or "gateway error", nil, false
 end
 
 -- ---------------------------------------------------------------------------
@@ -646,13 +717,24 @@ function M.new_pool(opts)
 		connect_timeout = opts.connect_timeout or 10,
 		sema = sema,
 		free = {},
+		-- every slot, free or not: their records stay allocated while a
+		-- thread may write them (a request that ends while its call runs
+		-- never gives its slot back)
+		slots = {},
 		-- false once a connection did not keep prepared statements (a
 		-- pooler in transaction mode): query texts from then on
 		prepare = true,
 		waiting = 0,
 	}, Pool)
+	define_slot_type()
 	for i = 1, opts.size do
-		pool.free[i] = { addr = 0, prepared = {} }
+		local record = ffi.new("struct lance_db_slot")
+		pool.slots[i] = {
+			record = record,
+			address = tonumber(ffi.cast("intptr_t", ffi.cast("struct lance_db_slot *", record))),
+			prepared = {},
+		}
+		pool.free[i] = pool.slots[i]
 	end
 	publish(pool)
 	return pool
@@ -681,22 +763,34 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 	publish(self)
 	ngx.update_time()
 	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
-	local connect_timeout = math.max(2, math.min(self.connect_timeout, math.ceil(timeout_ms / 1000)))
 	local name = "lance_db_" .. ngx.md5(template)
-	local tok, addr, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
-		"thread_call", slot.addr, self.conninfo, connect_timeout, name, template, params, timeout_ms,
+	local record = slot.record
+	record.phase = PHASE_WAITING
+	local tok, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
+		"thread_call", slot.address, self.conninfo, self.connect_timeout, name, template, params, timeout_ms,
 		self.prepare and slot.prepared, app_name or false)
-	if tok then
-		slot.addr = addr
-		slot.prepared = prepared or {}
+	if not tok and record.phase == PHASE_WAITING then
+		-- thread_call did not begin (no VM, no memory, or an error before
+		-- it touched the slot): the slot is as it was, nothing was sent
+		outcome, value = "not_sent", "cannot run the database call: " .. tostring(outcome)
+	elseif not tok then
+		-- it began, then its answer was lost (its error path failed, or
+		-- what it answered could not be copied): its connection, if the
+		-- record still names one, is in an unknown state, closed by the
+		-- slot's next call; the call may have committed once it was sent
+		record.discard = 1
+		slot.prepared = {}
+		value = "the database call failed: " .. tostring(outcome)
+		outcome = record.phase == PHASE_SENT and "unknown" or "not_sent"
+	else
+		if prepared then
+			slot.prepared = prepared
+		end
 		if pooler and self.prepare then
 			self.prepare = false
 			ngx.log(ngx.WARN, "lance_db: the ", self.name, " database does not keep prepared statements",
 				" (a pooler in transaction mode): sending query texts")
 		end
-	else
-		-- the thread did not run (no VM, no memory): the slot is unchanged
-		outcome, value = "not_sent", "cannot run the database call: " .. tostring(addr)
 	end
 	self.free[#self.free + 1] = slot
 	publish(self)
@@ -711,7 +805,7 @@ end
 function Pool:stats()
 	local connected = 0
 	for _, slot in ipairs(self.free) do
-		if slot.addr ~= 0 then
+		if slot.record.conn ~= nil and slot.record.discard == 0 then
 			connected = connected + 1
 		end
 	end

@@ -12,16 +12,20 @@
 #   20_timeouts     LN_REQUEST_TIMEOUT: a request past it is cancelled in
 #                   the database, rolled back (no version, no change-log
 #                   entry) and answered 503, code 17, Retry-After; one that
-#                   finds no free connection until then the same; 400
+#                   finds no free connection until then the same; one
+#                   connecting to a silent server with LN_REQUEST_TIMEOUT=3.5
+#                   within 3.5 s, and 3.5 connects to the database; 400
 #                   requests from 100 concurrent clients all answer 200
 #   25_send_stall   with the backend of the gateway's one connection stopped
 #                   (SIGSTOP: it reads nothing), a commit with a 4 MB body
 #                   is answered 503, code 17, within LN_REQUEST_TIMEOUT and
-#                   its 2 s of grace, not committed; the gateway serves again
+#                   its 2 s of grace, as not sent, not committed; the gateway
+#                   serves again
 #   27_lua_error    a Lua error in lance_db.lua's thread_call (injected through
 #                   its arguments, by an nginx of the part's own) before the
 #                   call's Sync answers not_sent, after it unknown, and leaves
-#                   no connection open
+#                   no connection open; a thread that raises past its own
+#                   error handling: unknown, its connection never used again
 #   30_gateway_alone  scripts/gateway.sh against a cluster it did not make,
 #                   by a libpq URI (two hosts, the first down; a SCRAM
 #                   password over TCP; then a TLS client certificate), two

@@ -7,6 +7,10 @@
 # and never answers (a listener that never speaks; the URL's
 # connect_timeout=10 keeps the first request's connection attempt going), a
 # request queued for the only connection gets the same at its own deadline.
+# Without a connect_timeout of its own, a request against that listener
+# with LN_REQUEST_TIMEOUT=3.5 is answered 503 within 3.5 s (libpq's
+# connect_timeout is the whole seconds left), and against the database a
+# fractional LN_REQUEST_TIMEOUT connects (libpq takes no "3.5").
 # Then 400 requests (reads and creations) from 100 concurrent clients
 # through a gateway of the default size all answer 200.
 gw_up timeouts LN_REQUEST_TIMEOUT=2 LN_GATEWAY_CONNECTIONS=1 || return 0
@@ -66,6 +70,23 @@ else
 fi
 wait "$silent_first" || true
 check "the request stuck connecting: 503, code 17" "503 17" "$(cut -d' ' -f1 "$WORK/silent.first.status") $(json_code "$WORK/silent.first")"
+gw_down
+gw_up silent_bounded LN_REQUEST_TIMEOUT=3.5 LN_GATEWAY_CONNECTIONS=1 \
+	"LN_DATABASE_URL=postgresql://lance_gateway@127.0.0.1:$SILENT_PORT/$DB" || return 0
+: >"$WORK/silent.accepted"
+request "$WORK/silent.bounded" GET "/v1/namespace/ns/table/list"
+read -r status secs <"$WORK/silent.bounded.status"
+if [[ "$status" == 503 && "$(json_code "$WORK/silent.bounded")" == 17 && -s "$WORK/silent.accepted" ]] &&
+	awk -v s="$secs" 'BEGIN { exit !(s < 3.5) }'; then
+	pass "LN_REQUEST_TIMEOUT=3.5, a database that never answers: 503, code 17, within 3.5 s ($secs s)"
+else
+	fail "LN_REQUEST_TIMEOUT=3.5, a database that never answers: 503, code 17, within 3.5 s" \
+		"got $status in $secs s, $(wc -l <"$WORK/silent.accepted") connections: $(cat "$WORK/silent.bounded")"
+fi
+gw_down
+gw_up fraction LN_REQUEST_TIMEOUT=3.5 LN_GATEWAY_CONNECTIONS=1 || return 0
+request "$WORK/fraction.read" GET "/v1/namespace/ns/table/list"
+check "LN_REQUEST_TIMEOUT=3.5 against the database: 200" 200 "$(cut -d' ' -f1 "$WORK/fraction.read.status")"
 gw_down
 kill "$SILENT_PID" 2>/dev/null || true
 wait "$SILENT_PID" 2>/dev/null || true

@@ -6,7 +6,8 @@
 # 503 with code 17 within LN_REQUEST_TIMEOUT=3 and its 2 s of grace (a
 # blocking send would wait for as long as the backend does).  Once the
 # backend goes on it gets part of the call and the end of the connection:
-# nothing is committed, and the gateway serves again.
+# nothing is committed, and the gateway serves again.  The answer is the
+# not_sent one (the call's end never left), not "outcome unknown".
 gw_up send_stall LN_REQUEST_TIMEOUT=3 LN_GATEWAY_CONNECTIONS=1 || return 0
 new_table stalled_send
 request "$WORK/send_stall.read" GET "/v1/namespace/ns/table/list"
@@ -33,6 +34,14 @@ if [[ "$status" == 503 && "$(json_code "$WORK/send_stall.commit")" == 17 ]] &&
 else
 	fail "a 4 MB commit to a backend that reads nothing: 503, code 17, within the deadline and its grace" \
 		"got $status in $secs s: $(head -c 300 "$WORK/send_stall.commit" 2>/dev/null)"
+fi
+if grep -q 'the catalog database is unavailable' "$WORK/send_stall.commit" &&
+	grep -q "cannot send to the database: the database took no more of the call before the request's deadline" \
+		"$GW_PREFIX/error.log"; then
+	pass "answered as not sent (its end never left), not as an unknown outcome"
+else
+	fail "answered as not sent (its end never left), not as an unknown outcome" \
+		"$(head -c 300 "$WORK/send_stall.commit"): $(grep 'lance_gateway: ' "$GW_PREFIX/error.log" | tail -n 2)"
 fi
 if wait_for 300 answers 0 sessions "pid = $backend"; then
 	pass "the stopped backend, going on, finds its connection closed and ends"
