@@ -170,7 +170,7 @@ end
 -- Run lance_rest once, before the request's deadline.  A statement that
 -- may have reached the database is never sent again (lance_db): a commit
 -- must not run twice.
-local function call(method, path, query, body, headers)
+local function call(method, path, query, body, headers, header_table)
 	local deadline = ngx.req.start_time() + request_timeout
 	local schema, outcome, detail = replicas.schema(deadline)
 	if not schema then
@@ -178,7 +178,8 @@ local function call(method, path, query, body, headers)
 	end
 	local rows
 	rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
-		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id)
+		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id,
+		header_table)
 	replicas.forget_schema(outcome, detail)
 	return rows, outcome, detail
 end
@@ -254,7 +255,7 @@ local function headers_json()
 end
 
 function M.handle()
-	local headers = headers_json()
+	local headers, header_table = headers_json()
 	if not headers then
 		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
 	end
@@ -284,7 +285,7 @@ function M.handle()
 
 	local path = ngx.var.request_uri:match("^[^?]*")
 	local method = ngx.req.get_method()
-	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers)
+	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers, header_table)
 	-- the access log's and the metrics' operation (lance_replicas)
 	if rows then
 		replicas.ensure_routes(ngx.req.start_time() + request_timeout)

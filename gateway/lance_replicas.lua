@@ -64,6 +64,7 @@ local max_lag = 10
 local routes            -- the route table, once read
 local next_standby = 0
 local written           -- ngx.shared.lance_written: key id<TAB>worker id -> WAL position
+local unverified        -- ngx.shared.lance_written_unverified: key id -> math.huge
 local written_ids = 1   -- how many worker ids' entries a key's position is read from
 local WORKERS_SEEN = "\tworkers"   -- (in lance_written) the most workers a start had
 
@@ -268,14 +269,16 @@ end
 
 -- The key id the request names (lnk_ and 12 hex digits), "-" for none: it
 -- only chooses where the key's reads go, the database authenticates.  The
--- key is read as lance_rest() reads it (request_role in src/http/rest.c):
--- x-api-key, else an Authorization header that starts with "bearer " in
--- any case, the key after the spaces (not tabs) that follow.
+-- key is read as lance_rest() reads it (request_role in src/http/rest.c),
+-- from the headers handed to it (headers: name -> value, a repeated
+-- header's values joined by ", "): x-api-key, else an Authorization header
+-- that starts with "bearer " in any case, the key after the spaces (not
+-- tabs) that follow.
 local KEY_ID = "^(lnk_" .. ("%x"):rep(12) .. ")_"
-local function request_key()
-	local key = ngx.var.http_x_api_key
+local function request_key(headers)
+	local key = headers["x-api-key"]
 	if not key then
-		local authorization = ngx.var.http_authorization
+		local authorization = headers["authorization"]
 		if authorization and authorization:sub(1, 7):lower() == "bearer " then
 			key = authorization:sub(8):match("^ *(.*)$")
 		end
@@ -365,6 +368,7 @@ function M.init_worker(conf)
 	primary = conf.primary
 	max_lag = conf.max_lag or max_lag
 	written = ngx.shared.lance_written
+	unverified = ngx.shared.lance_written_unverified
 	local f = conf.read_url_file and io.open(conf.read_url_file, "r")
 	local text = f and f:read("*a") or ""
 	if f then
@@ -387,6 +391,7 @@ function M.init_worker(conf)
 	end
 	if #standbys > 0 then
 		assert(written, "lance_gateway: lua_shared_dict lance_written is missing")
+		assert(unverified, "lance_gateway: lua_shared_dict lance_written_unverified is missing")
 		-- (every worker of a start writes the same count: no race matters)
 		local count = ngx.worker.count()
 		written_ids = math.max(count, written:get(WORKERS_SEEN) or 0)
@@ -421,9 +426,10 @@ end
 -- last).  A key's position is the largest of its entries; the ids read are
 -- those of every worker count this dict has seen (written_ids), so that
 -- the entries of workers a reload with fewer workers removed still count
--- until they expire.
+-- until they expire.  The ids merely read from a request's headers are in
+-- lance_written_unverified (always the primary: math.huge), apart.
 local function written_position(key)
-	local need
+	local need = unverified:get(key)
 	for id = 0, written_ids - 1 do
 		local lsn = written:get(key .. "\t" .. id)
 		if lsn and (not need or lsn > need) then
@@ -434,24 +440,25 @@ local function written_position(key)
 end
 
 -- Remember that <key> needs WAL position <lsn> (math.huge: the primary) for
--- its reads, in this worker's entry: the larger of it and the entry's, for
--- another LN_READ_MAX_LAG + 10 s (an entry older than the lag bound no
--- longer matters: every standby within it has replayed past it).  A key id
--- the database authenticated (or "-") may push out the dict's least used
--- entries when it is full; an id merely read from the request's headers
--- takes free space only (safe_set), so that requests with made-up ids
--- cannot push out the entries of real keys.
+-- its reads, for another LN_READ_MAX_LAG + 10 s (an entry older than the
+-- lag bound no longer matters: every standby within it has replayed past
+-- it).  A key id the database authenticated (or "-") goes in this worker's
+-- entry of lance_written (the larger of it and the entry's), and may push
+-- out that dict's least used entries when it is full.  An id merely read
+-- from the request's headers goes in the small dict
+-- lance_written_unverified, whose entries alone it may push out: made-up
+-- ids never take the room of authenticated ones.
 local function remember(key, lsn, authenticated)
-	local entry = key .. "\t" .. (ngx.worker.id() or 0)
-	local old = written:get(entry)
-	if old and old > lsn then
-		lsn = old
-	end
 	local ok, err
 	if authenticated then
+		local entry = key .. "\t" .. (ngx.worker.id() or 0)
+		local old = written:get(entry)
+		if old and old > lsn then
+			lsn = old
+		end
 		ok, err = written:set(entry, lsn, max_lag + 10)
 	else
-		ok, err = written:safe_set(entry, lsn, max_lag + 10)
+		ok, err = unverified:set(key, lsn, max_lag + 10)
 	end
 	if not ok then
 		ngx.log(ngx.ERR, "lance_gateway: cannot remember a write of ", key, ": ", err)
@@ -467,10 +474,11 @@ local function authenticated_key(rows)
 	return nil
 end
 
--- call(sql, params, deadline, app_name): run lance_rest (params: method,
--- path, ...) where it belongs, with application_name app_name.  Answers
+-- call(sql, params, deadline, app_name, headers): run lance_rest (params:
+-- method, path, ...) where it belongs, with application_name app_name;
+-- headers: the request's (name -> value) as handed to lance_rest.  Answers
 -- what lance_db's pool:call answers.
-function M.call(sql, params, deadline, app_name)
+function M.call(sql, params, deadline, app_name, headers)
 	if #standbys == 0 then
 		return primary:call(sql, params, deadline, app_name)
 	end
@@ -478,7 +486,7 @@ function M.call(sql, params, deadline, app_name)
 		routes = load_routes(deadline)
 	end
 	local method, path = params[1], params[2]
-	local key = request_key()
+	local key = request_key(headers)
 	if routes and is_read(method, path) then
 		local s = pick(written_position(key))
 		if s then
@@ -506,12 +514,16 @@ function M.call(sql, params, deadline, app_name)
 		local wal = primary:call(WAL_SQL, {}, deadline)
 		local lsn = wal and wal[1] and lsn_number(wal[1][1]) or math.huge
 		remember(authenticated_key(rows) or "-", lsn, true)
-	elseif not rows or (status and status >= 500) then
+	elseif outcome == "unknown" or (status and status >= 500) then
 		-- an outcome the gateway cannot know (the write may have committed),
-		-- or a failure: that key reads from the primary within the lag
-		-- bound, so that a client that reads to find out sees the truth; no
-		-- look-up of the WAL: the primary may be down.  Without an answer
-		-- the key is the one the headers name (not authenticated)
+		-- or a failure the database answered: that key reads from the
+		-- primary within the lag bound, so that a client that reads to find
+		-- out sees the truth; no look-up of the WAL: the primary may be
+		-- down.  Without the database's key_id the key is the one the
+		-- headers name (not authenticated).  Any other answer (an error
+		-- the database raised, which rolled the call back; a call never
+		-- sent) changed nothing: nothing is remembered, so that requests
+		-- the database refuses cannot fill the dicts.
 		local id = authenticated_key(rows)
 		remember(id or key, math.huge, id ~= nil or key == "-")
 	end
