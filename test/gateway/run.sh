@@ -505,6 +505,14 @@ REVOKED_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
 expect "GET /metrics with a key about to be revoked" 200 - -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
 sql -U postgres -d "$DB" -v id="${REVOKED_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
 expect "GET /metrics with that key once revoked" 401 16 -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+# The authorization kept serves only while the database gives no answer:
+# an error it answers (a header that is not valid UTF-8: 22021) is the
+# answer, even for a key authorized a moment ago and revoked since.
+BADBYTE_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+expect "GET /metrics with another key about to be revoked" 200 - -H "x-api-key: $BADBYTE_KEY" "$BASE/metrics"
+sql -U postgres -d "$DB" -v id="${BADBYTE_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+expect "GET /metrics with that key once revoked and a header not valid UTF-8: the database's error, not the authorization kept" \
+	400 13 -H "x-api-key: $BADBYTE_KEY" -H $'x-junk: \xff' "$BASE/metrics"
 expect "GET /metrics with an administrator's key, just before the database stops" 200 - \
 	-H "x-api-key: $KEY" "$BASE/metrics"
 
