@@ -622,6 +622,9 @@ function M.readyz()
 			reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
 		elseif outcome == "error" and type(detail) == "table" and detail.sqlstate == "42704" then
 			reason = "the extension lance_namespace is not installed: CREATE EXTENSION lance_namespace"
+		elseif outcome == "error" and type(detail) == "table" and detail.schema_refused then
+			reason = "the extension's schema name holds a \"$\", which the gateway refuses:"
+				.. " DROP and CREATE EXTENSION lance_namespace in another schema"
 		else
 			reason = "the catalog database cannot be reached"
 		end

@@ -91,66 +91,128 @@ end
 local schema
 local lookup
 
--- Which schema the extension is in is asked once per worker, by the first
--- request that needs it, on the primary (a standby, a copy of it, when the
--- primary cannot answer): the schema is chosen at CREATE EXTENSION and
--- stays (relocatable = false), but a DROP and CREATE EXTENSION may move it,
--- so a call that finds no such function or schema forgets it (forget_schema)
--- and the next request asks again.
--- schema(deadline, no_wait): the schema, or nil, outcome, detail as
--- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
--- extension is not installed); a look-up that broke off is "not_sent": it
--- was a read, and the request it was for was not sent.
-function M.schema(deadline, no_wait)
-	if schema then
-		return schema
+-- How often each worker asks the primary again which schema the extension
+-- is in, once it knows: every SCHEMA_RECHECK seconds from a timer, on a
+-- connection free at that moment; a schema last confirmed more than
+-- SCHEMA_MAX_AGE seconds ago (every connection stayed busy) is confirmed by
+-- the next request, before its call.  So a DROP and CREATE EXTENSION in
+-- another schema is followed within seconds (a call that finds no such
+-- function or schema forgets it at once: forget_schema), and a function
+-- someone made since in the old schema does not go on receiving requests.
+local SCHEMA_RECHECK = 2
+local SCHEMA_MAX_AGE = 10
+local schema_checked = 0   -- ngx.now() of the last answer that confirmed it
+
+-- The schema's name (quote_ident's answer) as the statements may hold it:
+-- never with a "$", which the query texts sent through a pooler
+-- (lance_db's build_query) would take for a parameter ($1) and replace
+-- with a value, inside the name.  nil, outcome, detail for one refused.
+local function usable_schema(name)
+	if name:find("$", 1, true) then
+		ngx.log(ngx.ERR, "lance_gateway: the extension lance_namespace is in schema ", name,
+			", whose name holds a \"$\": the gateway does not call it (move it: DROP and CREATE EXTENSION",
+			" lance_namespace SCHEMA <a name without $>)")
+		return nil, "error", { sqlstate = "", schema_refused = true,
+			message = "the extension's schema name holds a \"$\", which the gateway refuses" }
 	end
-	if lookup then
-		if no_wait then
-			return nil, "busy", "the extension's schema is being looked up"
-		end
-		local current = lookup
-		current.waiters = current.waiters + 1
-		current.wake:wait(math.max(0, deadline - ngx.now()))
-		if schema then
-			return schema
-		end
-		return nil, current.outcome or "busy",
-			current.detail or "the look-up of the extension's schema took too long"
-	end
-	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
-	lookup = current
-	-- (pcall: the look-up must end, or this worker's requests would wait for it)
-	local ok, rows, outcome, detail = pcall(function()
-		local rows_, outcome_, detail_ = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
-		for _, s in ipairs(standbys) do
-			if rows_ then
-				break
-			end
-			rows_ = s.pool:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
-		end
-		return rows_, outcome_, detail_
-	end)
-	if not ok then
-		rows, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(rows)
-	end
+	return name
+end
+
+-- One look-up of the schema, on the primary alone (a standby may lag
+-- behind a DROP and CREATE EXTENSION): the schema, or nil, outcome, detail.
+local function look_up(deadline, no_wait)
+	local rows, outcome, detail = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
 	if rows and rows[1] and type(rows[1][1]) == "string" then
-		schema = rows[1][1]
+		return usable_schema(rows[1][1])
 	elseif rows then
-		outcome, detail = "error", { sqlstate = "42704",
+		return nil, "error", { sqlstate = "42704",
 			message = "the extension lance_namespace is not installed in the gateway's database" }
 	elseif outcome == "unknown" then
+		-- a read: nothing the request it was for did was sent
 		outcome = "not_sent"
 	end
+	return nil, outcome, detail
+end
+
+-- confirm_schema(deadline, no_wait): ask the primary again and follow its
+-- answer: another schema, or none (the next request then looks it up, and
+-- finds the extension missing).  No answer: the schema known stays.
+local function confirm_schema(deadline, no_wait)
+	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+	lookup = current
+	local ok, found, outcome, detail = pcall(look_up, deadline, no_wait)
 	lookup = nil
-	current.outcome, current.detail = outcome, detail
+	current.outcome = "busy"
 	if current.waiters > 0 then
 		current.wake:post(current.waiters)
 	end
-	if schema then
-		return schema
+	local sqlstate = ok and type(detail) == "table" and detail.sqlstate
+	if ok and (found or (outcome == "error" and (sqlstate == "42704" or sqlstate == ""))) then
+		if found ~= schema then
+			ngx.log(ngx.WARN, "lance_gateway: the extension's schema is now ", tostring(found), " (was ",
+				tostring(schema), ")")
+		end
+		schema, schema_checked = found, ngx.now()
 	end
-	return nil, outcome, detail
+end
+
+-- (a timer, every SCHEMA_RECHECK seconds)
+local function recheck_schema(premature)
+	if not premature and schema and not lookup then
+		confirm_schema(ngx.now() + CHECK_TIMEOUT, true)
+	end
+end
+
+-- Which schema the extension is in is asked by the first request of a
+-- worker that needs it, on the primary: the schema is chosen at CREATE
+-- EXTENSION and stays (relocatable = false), but a DROP and CREATE
+-- EXTENSION may move it, so a call that finds no such function or schema
+-- forgets it (forget_schema), and each worker asks again every
+-- SCHEMA_RECHECK seconds (recheck_schema).
+-- schema(deadline, no_wait): the schema, or nil, outcome, detail as
+-- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
+-- extension is not installed); a look-up that broke off is "not_sent": it
+-- was a read, and the request it was for was not sent.  A request that
+-- waited for another's look-up which failed without the database's answer
+-- (its deadline may have been shorter: /readyz, /metrics) and has time
+-- left looks it up itself.
+function M.schema(deadline, no_wait)
+	if schema and not lookup and not no_wait and ngx.now() - schema_checked > SCHEMA_MAX_AGE then
+		confirm_schema(deadline)
+	end
+	while not schema do
+		if not lookup then
+			local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+			lookup = current
+			-- (pcall: the look-up must end, or this worker's requests would wait for it)
+			local ok, found, outcome, detail = pcall(look_up, deadline, no_wait)
+			if not ok then
+				found, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(found)
+			end
+			schema = found
+			schema_checked = ngx.now()
+			lookup = nil
+			current.outcome, current.detail = outcome, detail
+			if current.waiters > 0 then
+				current.wake:post(current.waiters)
+			end
+			if not found then
+				return nil, outcome, detail
+			end
+		elseif no_wait then
+			return nil, "busy", "the extension's schema is being looked up"
+		else
+			local current = lookup
+			current.waiters = current.waiters + 1
+			current.wake:wait(math.max(0, deadline - ngx.now()))
+			if not schema and (current.outcome == "error" or ngx.now() >= deadline or lookup == current) then
+				-- the database's answer (the same for this request), or no time left
+				return nil, current.outcome or "busy",
+					current.detail or "the look-up of the extension's schema took too long"
+			end
+		end
+	end
+	return schema
 end
 
 -- forget_schema(outcome, detail): after a call, forget the schema when the
@@ -398,6 +460,7 @@ function M.init_worker(conf)
 		written:set(WORKERS_SEEN, written_ids)
 		assert(ngx.timer.at(0, checker))
 	end
+	assert(ngx.timer.every(SCHEMA_RECHECK, recheck_schema))
 end
 
 -- A standby that may serve a read needing WAL position <need> (nil: any):

@@ -23,10 +23,16 @@
 #          with a key and 401 without one for a client that trusts the
 #          certificate, and refuses plain HTTP and clients that do not trust it.
 #   ops    /healthz, /readyz, X-Request-Id; /metrics: 401 without a key, 403
-#          for a key that is not an administrator's, its counts parsed; with
-#          the database stopped, 200 for a key authorized a moment ago (its
-#          line in the access log names it), 503 for one never authorized
-#          or refused since (revoked), 401 without a key.
+#          for a key that is not an administrator's, its counts parsed; a key
+#          authorized a moment ago and revoked since gets the database's
+#          error for a header not valid UTF-8 (400), not the authorization
+#          kept; with the database stopped, 200 for a key authorized a moment
+#          ago (its line in the access log names it), 503 for one never
+#          authorized or refused since (revoked), 401 without a key.
+#   schema the extension dropped and made anew in another schema, a
+#          lance_rest planted in the old one by the same transaction: within
+#          a few seconds requests reach the new schema's; a schema whose
+#          name holds "$" is refused (503, code 17, logged).
 #
 # Runs as root (or postgres) and starts its own cluster and two gateways in a
 # temporary folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
@@ -552,6 +558,52 @@ else
 fi
 start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
 expect "GET /readyz once the database is back" 200 - "$BASE/readyz"
+
+# ---------------------------------------------------------------------------
+# schema: the extension made anew in another schema
+# ---------------------------------------------------------------------------
+say "the extension dropped and made anew in another schema"
+# One transaction drops the extension, makes it in schema ln_moved and plants
+# a lance_rest in its old schema (public): no call fails, so each worker
+# learns of the move by asking the primary again (every 2 s), and the planted
+# function stops answering (its 298) within a few seconds.
+# moved_status: the status of a request without a key (401 from the extension)
+moved_status() { curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$URL/namespace/gw/list" 2>/dev/null || true; }
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+BEGIN;
+SET LOCAL lance_namespace.allow_drop_extension = on;
+DROP EXTENSION lance_namespace CASCADE;
+CREATE SCHEMA ln_moved;
+GRANT USAGE ON SCHEMA ln_moved TO PUBLIC;
+CREATE EXTENSION lance_namespace SCHEMA ln_moved;
+CREATE FUNCTION public.lance_rest(method text, path text, query text, body text, headers jsonb,
+    OUT status integer, OUT response_headers jsonb, OUT response_body text, OUT key_id text)
+    LANGUAGE sql AS $$ SELECT 298, '{"content-type": "application/json"}'::jsonb, '{"planted": true}', NULL::text $$;
+COMMIT;
+SQL
+# (a bounded number of tries, 0.1 s apart; each worker rechecks every 2 s)
+for _ in $(seq 150); do [[ "$(moved_status)" != 298 ]] && break; sleep 0.1; done
+check "the function planted in the old schema stops answering: the extension's 401 in ln_moved, 10 times in a row" \
+	"401 401 401 401 401 401 401 401 401 401" "$(for _ in $(seq 10); do moved_status; echo; done | tr '\n' ' ' | sed 's/ $//')"
+# A schema whose name holds "$" is refused (the query texts sent through a
+# pooler would take "$1" in it for a parameter): 503 with code 17, and the
+# error log says why.
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+BEGIN;
+SET LOCAL lance_namespace.allow_drop_extension = on;
+DROP EXTENSION lance_namespace CASCADE;
+CREATE SCHEMA "ln$1";
+GRANT USAGE ON SCHEMA "ln$1" TO PUBLIC;
+CREATE EXTENSION lance_namespace SCHEMA "ln$1";
+COMMIT;
+SQL
+for _ in $(seq 150); do [[ "$(moved_status)" == 503 ]] && break; sleep 0.1; done
+expect "the extension in a schema whose name holds \"\$\": 503" 503 17 "$URL/namespace/gw/list"
+if grep -qF 'whose name holds a "$": the gateway does not call it' "$HTTP_PREFIX/error.log"; then
+	pass "the error log says why"
+else
+	fail "the error log says why" "$(tail -n 3 "$HTTP_PREFIX/error.log")"
+fi
 
 printf 'lance_namespace: gateway test: %d checks, %d failed\n' "$CHECKS" "$FAILS"
 ((FAILS == 0))
