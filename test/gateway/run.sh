@@ -5,9 +5,10 @@
 #          superuser, inherits nothing, owns nothing, is a member of
 #          lance_admin (so administrator keys work through it), and making it
 #          again changes nothing; without a key it can do nothing itself.
-#          Functions named as the extension's, in a schema ahead of it on the
-#          role's search_path, never run: the gateway names the extension's
-#          schema in every call.
+#          Functions named as the extension's, and pg_catalog's (quote_ident,
+#          set_config, the operator =), in a schema ahead of it and of
+#          pg_catalog on the role's search_path, never run: the gateway names
+#          the schema of every function and operator it calls.
 #   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
 #          an unknown or revoked one 401 with code 16; the access log has one
 #          line per request with the id of the key the database authenticated
@@ -175,12 +176,30 @@ CREATE FUNCTION gw_shadow.lance_operations(
     OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text,
     OUT request_members text[]) RETURNS SETOF record
     LANGUAGE sql AS $$ SELECT 'Shadow', 'shadow', 'GET', '/v1/namespace/{id}/list', false, '', true, NULL, '{}'::text[] $$;
+-- pg_catalog's own names the gateway's statements use, ahead of pg_catalog
+-- (named on the path, it is searched where it stands): quote_ident (the
+-- schema it names would be gw_shadow), set_config and the operator = on
+-- text, name and oid (each raises)
+CREATE FUNCTION gw_shadow.quote_ident(text) RETURNS text LANGUAGE sql AS $$ SELECT 'gw_shadow'::pg_catalog.text $$;
+CREATE FUNCTION gw_shadow.set_config(text, text, boolean) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.set_config ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(text, text) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (text) ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(name, name) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (name) ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(oid, oid) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (oid) ran'; END $$;
+CREATE OPERATOR gw_shadow.= (LEFTARG = text, RIGHTARG = text, FUNCTION = gw_shadow.shadow_eq);
+CREATE OPERATOR gw_shadow.= (LEFTARG = name, RIGHTARG = name, FUNCTION = gw_shadow.shadow_eq);
+CREATE OPERATOR gw_shadow.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = gw_shadow.shadow_eq);
 RESET ROLE;
-ALTER ROLE lance_gateway SET search_path = gw_shadow, public;
+ALTER ROLE lance_gateway SET search_path = gw_shadow, pg_catalog, public;
 SQL
 check "an unqualified call of the gateway's role finds the shadowing functions" "299 shadow Shadow" \
 	"$(sql -U lance_gateway -d "$DB" -c "SELECT (SELECT status FROM lance_rest('GET', '/v1/namespace/gw/list', NULL, NULL, NULL))
 		|| ' ' || lance_library_version() || ' ' || (SELECT string_agg(operation_id, ',') FROM lance_operations())")"
+check "and its pg_catalog names: quote_ident, set_config, =" "gw_shadow gw_shadow.set_config ran gw_shadow.= (name) ran" \
+	"$(sql -U lance_gateway -d "$DB" -c "SELECT quote_ident('x')" 2>&1) $(sql -U lance_gateway -d "$DB" -c "SELECT set_config('a.b', 'c', true)" 2>&1 | sed -n 's/^ERROR:  //p') $(sql -U lance_gateway -d "$DB" -c "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'x'" 2>&1 | sed -n 's/^ERROR:  //p')"
 
 # ---------------------------------------------------------------------------
 # http
