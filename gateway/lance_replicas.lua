@@ -163,6 +163,14 @@ local function recheck_schema(premature)
 	end
 end
 
+-- True for a look-up's failure that another request would meet too: an
+-- error the database answered, but for a cancel (57014, LN017: the
+-- deadline of the request that started it, which may be shorter).
+local function answered(outcome, detail)
+	local state = type(detail) == "table" and detail.sqlstate
+	return outcome == "error" and state ~= "57014" and state ~= "LN017"
+end
+
 -- Which schema the extension is in is asked by the first request of a
 -- worker that needs it, on the primary: the schema is chosen at CREATE
 -- EXTENSION and stays (relocatable = false), but a DROP and CREATE
@@ -174,8 +182,8 @@ end
 -- extension is not installed); a look-up that broke off is "not_sent": it
 -- was a read, and the request it was for was not sent.  A request that
 -- waited for another's look-up which failed without the database's answer
--- (its deadline may have been shorter: /readyz, /metrics) and has time
--- left looks it up itself.
+-- or was cancelled (its deadline may have been shorter: /readyz, /metrics)
+-- and has time left looks it up itself.
 function M.schema(deadline, no_wait)
 	if schema and not lookup and not no_wait and ngx.now() - schema_checked > SCHEMA_MAX_AGE then
 		confirm_schema(deadline)
@@ -205,7 +213,8 @@ function M.schema(deadline, no_wait)
 			local current = lookup
 			current.waiters = current.waiters + 1
 			current.wake:wait(math.max(0, deadline - ngx.now()))
-			if not schema and (current.outcome == "error" or ngx.now() >= deadline or lookup == current) then
+			if not schema and (answered(current.outcome, current.detail) or ngx.now() >= deadline
+				or lookup == current) then
 				-- the database's answer (the same for this request), or no time left
 				return nil, current.outcome or "busy",
 					current.detail or "the look-up of the extension's schema took too long"
