@@ -170,7 +170,7 @@ end
 -- Run lance_rest once, before the request's deadline.  A statement that
 -- may have reached the database is never sent again (lance_db): a commit
 -- must not run twice.
-local function call(method, path, query, body, headers)
+local function call(method, path, query, body, headers, header_table)
 	local deadline = ngx.req.start_time() + request_timeout
 	local schema, outcome, detail = replicas.schema(deadline)
 	if not schema then
@@ -178,7 +178,8 @@ local function call(method, path, query, body, headers)
 	end
 	local rows
 	rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
-		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id)
+		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id,
+		header_table)
 	replicas.forget_schema(outcome, detail)
 	return rows, outcome, detail
 end
@@ -254,7 +255,7 @@ local function headers_json()
 end
 
 function M.handle()
-	local headers = headers_json()
+	local headers, header_table = headers_json()
 	if not headers then
 		return refuse(431, 13, "a request may carry at most " .. MAX_HEADERS .. " headers")
 	end
@@ -284,7 +285,7 @@ function M.handle()
 
 	local path = ngx.var.request_uri:match("^[^?]*")
 	local method = ngx.req.get_method()
-	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers)
+	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers, header_table)
 	-- the access log's and the metrics' operation (lance_replicas)
 	if rows then
 		replicas.ensure_routes(ngx.req.start_time() + request_timeout)
@@ -444,11 +445,17 @@ local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_bo
 -- The metrics are most needed when the database is down or every
 -- connection is busy, so a scrape never waits for one: without a key it is
 -- 401 at once; with one, the database is asked only on a connection free at
--- once; and a key it authorized within the last METRICS_AUTHORIZED seconds
--- still reads the metrics while it cannot answer (a revoked key, at most
--- that long).  The dict lance_metrics_keys keeps those authorizations under
--- a salted hash of the key (the salt: random, the gateway's own), never the
--- key, with the id of the key for the access log.
+-- once, within METRICS_TIMEOUT seconds (Prometheus gives a scrape 10 s);
+-- and a key it authorized within the last METRICS_AUTHORIZED seconds still
+-- reads the metrics while it gives no answer (a revoked key, at most that
+-- long): no connection free, none made, no answer in time, a cancel
+-- (57014, LN017).  Any answer it gives stands: 401 or 403 (which also
+-- forgets the key's authorization), another error or refusal as
+-- lance_rest or database_error answers it.  The dict lance_metrics_keys
+-- keeps those authorizations under a salted hash of the key (the salt:
+-- random, the gateway's own), never the key, with the id of the key for
+-- the access log.
+local METRICS_TIMEOUT = 2
 local METRICS_AUTHORIZED = 60
 local SALT_ENTRY = "\tsalt"
 
@@ -477,13 +484,19 @@ local function random_salt()
 	return bytes or ngx.var.request_id
 end
 
--- The dict entry of <key>'s authorization: base64 of SHA-1(salt .. key).
+-- The dict entry of <key>'s authorization: base64 of SHA-1(salt .. key);
+-- nil when the dict has no room for a salt (no authorization is kept then).
 local function authorization_entry(authorized, key)
 	local salt = authorized:get(SALT_ENTRY)
 	if not salt then
 		-- the first worker's salt stays (add never replaces one)
-		authorized:add(SALT_ENTRY, random_salt())
+		local ok, err = authorized:add(SALT_ENTRY, random_salt())
 		salt = authorized:get(SALT_ENTRY)
+		if not salt then
+			ngx.log(ngx.WARN, "lance_gateway: no salt for the authorizations of /metrics, none kept: ",
+				tostring(err or ok))
+			return nil
+		end
 	end
 	return "k\t" .. ngx.encode_base64(ngx.sha1_bin(salt .. key))
 end
@@ -491,6 +504,15 @@ end
 local function metrics_answer()
 	return reply(200, { ["content-type"] = "text/plain; version=0.0.4; charset=utf-8",
 		["cache-control"] = "no-store" }, render())
+end
+
+-- True for a call that got no answer of the database's (see M.metrics).
+local function unanswered(outcome, detail)
+	if outcome == "busy" or outcome == "not_sent" or outcome == "unknown" then
+		return true
+	end
+	local state = outcome == "error" and type(detail) == "table" and detail.sqlstate
+	return state == "57014" or state == "LN017"
 end
 
 function M.metrics()
@@ -509,7 +531,7 @@ function M.metrics()
 	end
 	local authorized = ngx.shared.lance_metrics_keys
 	local entry = authorized and authorization_entry(authorized, key)
-	local deadline = ngx.req.start_time() + request_timeout
+	local deadline = ngx.now() + math.min(METRICS_TIMEOUT, request_timeout)
 	local app_name = APPLICATION_PREFIX .. ngx.var.lance_request_id
 	-- only a connection free at once: a scrape never queues
 	local schema, outcome, detail = replicas.schema(deadline, true)
@@ -524,12 +546,14 @@ function M.metrics()
 		if type(row[4]) == "string" and row[4] ~= "" then
 			ngx.var.lance_key_id = row[4]
 		end
-		if tonumber(row[1]) ~= 200 then
-			-- the database said no: an earlier authorization no longer counts
-			if entry then
+		local answered = tonumber(row[1])
+		if answered ~= 200 then
+			-- the database said no (401, 403): an earlier authorization no
+			-- longer counts; another answer (429, 5xx) passes through
+			if entry and (answered == 401 or answered == 403) then
 				authorized:delete(entry)
 			end
-			return reply(tonumber(row[1]), cjson.decode(row[2]) or {}, row[3])
+			return reply(answered, cjson.decode(row[2]) or {}, row[3])
 		end
 		if entry then
 			local ok, err = authorized:set(entry, ngx.var.lance_key_id, METRICS_AUTHORIZED)
@@ -539,15 +563,20 @@ function M.metrics()
 		end
 		return metrics_answer()
 	end
-	-- the database cannot answer now (down, every connection busy): a key
-	-- it authorized a moment ago still reads the metrics
-	local key_id = entry and authorized:get(entry)
+	if rows then
+		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
+	end
+	-- no answer of the database's (down, every connection busy, no answer
+	-- within METRICS_TIMEOUT): a key it authorized a moment ago still
+	-- reads the metrics
+	local key_id = entry and unanswered(outcome, detail) and authorized:get(entry)
 	if key_id then
 		ngx.var.lance_key_id = key_id
 		return metrics_answer()
 	end
-	if rows then
-		return unavailable("the catalog database is unavailable", "lance_rest answered no row")
+	if outcome == "error" and unanswered(outcome, detail) then
+		return unavailable("the database did not check the key within " .. METRICS_TIMEOUT .. " s",
+			detail.message)
 	elseif outcome == "error" then
 		return database_error(detail)
 	elseif outcome == "busy" then
@@ -593,6 +622,9 @@ function M.readyz()
 			reason = "the extension's installed version is not the library's: ALTER EXTENSION lance_namespace UPDATE"
 		elseif outcome == "error" and type(detail) == "table" and detail.sqlstate == "42704" then
 			reason = "the extension lance_namespace is not installed: CREATE EXTENSION lance_namespace"
+		elseif outcome == "error" and type(detail) == "table" and detail.schema_refused then
+			reason = "the extension's schema name holds a \"$\", which the gateway refuses:"
+				.. " DROP and CREATE EXTENSION lance_namespace in another schema"
 		else
 			reason = "the catalog database cannot be reached"
 		end

@@ -64,6 +64,7 @@ local max_lag = 10
 local routes            -- the route table, once read
 local next_standby = 0
 local written           -- ngx.shared.lance_written: key id<TAB>worker id -> WAL position
+local unverified        -- ngx.shared.lance_written_unverified: key id -> math.huge
 local written_ids = 1   -- how many worker ids' entries a key's position is read from
 local WORKERS_SEEN = "\tworkers"   -- (in lance_written) the most workers a start had
 
@@ -90,66 +91,137 @@ end
 local schema
 local lookup
 
--- Which schema the extension is in is asked once per worker, by the first
--- request that needs it, on the primary (a standby, a copy of it, when the
--- primary cannot answer): the schema is chosen at CREATE EXTENSION and
--- stays (relocatable = false), but a DROP and CREATE EXTENSION may move it,
--- so a call that finds no such function or schema forgets it (forget_schema)
--- and the next request asks again.
--- schema(deadline, no_wait): the schema, or nil, outcome, detail as
--- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
--- extension is not installed); a look-up that broke off is "not_sent": it
--- was a read, and the request it was for was not sent.
-function M.schema(deadline, no_wait)
-	if schema then
-		return schema
+-- How often each worker asks the primary again which schema the extension
+-- is in, once it knows: every SCHEMA_RECHECK seconds from a timer, on a
+-- connection free at that moment; a schema last confirmed more than
+-- SCHEMA_MAX_AGE seconds ago (every connection stayed busy) is confirmed by
+-- the next request, before its call.  So a DROP and CREATE EXTENSION in
+-- another schema is followed within seconds (a call that finds no such
+-- function or schema forgets it at once: forget_schema), and a function
+-- someone made since in the old schema does not go on receiving requests.
+local SCHEMA_RECHECK = 2
+local SCHEMA_MAX_AGE = 10
+local schema_checked = 0   -- ngx.now() of the last answer that confirmed it
+
+-- The schema's name (quote_ident's answer) as the statements may hold it:
+-- never with a "$", which the query texts sent through a pooler
+-- (lance_db's build_query) would take for a parameter ($1) and replace
+-- with a value, inside the name.  nil, outcome, detail for one refused.
+local function usable_schema(name)
+	if name:find("$", 1, true) then
+		ngx.log(ngx.ERR, "lance_gateway: the extension lance_namespace is in schema ", name,
+			", whose name holds a \"$\": the gateway does not call it (move it: DROP and CREATE EXTENSION",
+			" lance_namespace SCHEMA <a name without $>)")
+		return nil, "error", { sqlstate = "", schema_refused = true,
+			message = "the extension's schema name holds a \"$\", which the gateway refuses" }
 	end
-	if lookup then
-		if no_wait then
-			return nil, "busy", "the extension's schema is being looked up"
-		end
-		local current = lookup
-		current.waiters = current.waiters + 1
-		current.wake:wait(math.max(0, deadline - ngx.now()))
-		if schema then
-			return schema
-		end
-		return nil, current.outcome or "busy",
-			current.detail or "the look-up of the extension's schema took too long"
-	end
-	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
-	lookup = current
-	-- (pcall: the look-up must end, or this worker's requests would wait for it)
-	local ok, rows, outcome, detail = pcall(function()
-		local rows_, outcome_, detail_ = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
-		for _, s in ipairs(standbys) do
-			if rows_ then
-				break
-			end
-			rows_ = s.pool:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
-		end
-		return rows_, outcome_, detail_
-	end)
-	if not ok then
-		rows, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(rows)
-	end
+	return name
+end
+
+-- One look-up of the schema, on the primary alone (a standby may lag
+-- behind a DROP and CREATE EXTENSION): the schema, or nil, outcome, detail.
+local function look_up(deadline, no_wait)
+	local rows, outcome, detail = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
 	if rows and rows[1] and type(rows[1][1]) == "string" then
-		schema = rows[1][1]
+		return usable_schema(rows[1][1])
 	elseif rows then
-		outcome, detail = "error", { sqlstate = "42704",
+		return nil, "error", { sqlstate = "42704",
 			message = "the extension lance_namespace is not installed in the gateway's database" }
 	elseif outcome == "unknown" then
+		-- a read: nothing the request it was for did was sent
 		outcome = "not_sent"
 	end
+	return nil, outcome, detail
+end
+
+-- confirm_schema(deadline, no_wait): ask the primary again and follow its
+-- answer: another schema, or none (the next request then looks it up, and
+-- finds the extension missing).  No answer: the schema known stays.
+local function confirm_schema(deadline, no_wait)
+	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+	lookup = current
+	local ok, found, outcome, detail = pcall(look_up, deadline, no_wait)
 	lookup = nil
-	current.outcome, current.detail = outcome, detail
+	current.outcome = "busy"
 	if current.waiters > 0 then
 		current.wake:post(current.waiters)
 	end
-	if schema then
-		return schema
+	local sqlstate = ok and type(detail) == "table" and detail.sqlstate
+	if ok and (found or (outcome == "error" and (sqlstate == "42704" or sqlstate == ""))) then
+		if found ~= schema then
+			ngx.log(ngx.WARN, "lance_gateway: the extension's schema is now ", tostring(found), " (was ",
+				tostring(schema), ")")
+		end
+		schema, schema_checked = found, ngx.now()
 	end
-	return nil, outcome, detail
+end
+
+-- (a timer, every SCHEMA_RECHECK seconds)
+local function recheck_schema(premature)
+	if not premature and schema and not lookup then
+		confirm_schema(ngx.now() + CHECK_TIMEOUT, true)
+	end
+end
+
+-- True for a look-up's failure that another request would meet too: an
+-- error the database answered, but for a cancel (57014, LN017: the
+-- deadline of the request that started it, which may be shorter).
+local function answered(outcome, detail)
+	local state = type(detail) == "table" and detail.sqlstate
+	return outcome == "error" and state ~= "57014" and state ~= "LN017"
+end
+
+-- Which schema the extension is in is asked by the first request of a
+-- worker that needs it, on the primary: the schema is chosen at CREATE
+-- EXTENSION and stays (relocatable = false), but a DROP and CREATE
+-- EXTENSION may move it, so a call that finds no such function or schema
+-- forgets it (forget_schema), and each worker asks again every
+-- SCHEMA_RECHECK seconds (recheck_schema).
+-- schema(deadline, no_wait): the schema, or nil, outcome, detail as
+-- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
+-- extension is not installed); a look-up that broke off is "not_sent": it
+-- was a read, and the request it was for was not sent.  A request that
+-- waited for another's look-up which failed without the database's answer
+-- or was cancelled (its deadline may have been shorter: /readyz, /metrics)
+-- and has time left looks it up itself.
+function M.schema(deadline, no_wait)
+	if schema and not lookup and not no_wait and ngx.now() - schema_checked > SCHEMA_MAX_AGE then
+		confirm_schema(deadline)
+	end
+	while not schema do
+		if not lookup then
+			local current = { wake = assert(semaphore.new(0)), waiters = 0 }
+			lookup = current
+			-- (pcall: the look-up must end, or this worker's requests would wait for it)
+			local ok, found, outcome, detail = pcall(look_up, deadline, no_wait)
+			if not ok then
+				found, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(found)
+			end
+			schema = found
+			schema_checked = ngx.now()
+			lookup = nil
+			current.outcome, current.detail = outcome, detail
+			if current.waiters > 0 then
+				current.wake:post(current.waiters)
+			end
+			if not found then
+				return nil, outcome, detail
+			end
+		elseif no_wait then
+			return nil, "busy", "the extension's schema is being looked up"
+		else
+			local current = lookup
+			current.waiters = current.waiters + 1
+			current.wake:wait(math.max(0, deadline - ngx.now()))
+			if not schema and (answered(current.outcome, current.detail) or ngx.now() >= deadline
+				or lookup == current) then
+				-- the database's answer (the same for this request), or no time left
+				return nil, current.outcome or "busy",
+					current.detail or "the look-up of the extension's schema took too long"
+			end
+		end
+	end
+	return schema
 end
 
 -- forget_schema(outcome, detail): after a call, forget the schema when the
@@ -268,14 +340,16 @@ end
 
 -- The key id the request names (lnk_ and 12 hex digits), "-" for none: it
 -- only chooses where the key's reads go, the database authenticates.  The
--- key is read as lance_rest() reads it (request_role in src/http/rest.c):
--- x-api-key, else an Authorization header that starts with "bearer " in
--- any case, the key after the spaces (not tabs) that follow.
+-- key is read as lance_rest() reads it (request_role in src/http/rest.c),
+-- from the headers handed to it (headers: name -> value, a repeated
+-- header's values joined by ", "): x-api-key, else an Authorization header
+-- that starts with "bearer " in any case, the key after the spaces (not
+-- tabs) that follow.
 local KEY_ID = "^(lnk_" .. ("%x"):rep(12) .. ")_"
-local function request_key()
-	local key = ngx.var.http_x_api_key
+local function request_key(headers)
+	local key = headers["x-api-key"]
 	if not key then
-		local authorization = ngx.var.http_authorization
+		local authorization = headers["authorization"]
 		if authorization and authorization:sub(1, 7):lower() == "bearer " then
 			key = authorization:sub(8):match("^ *(.*)$")
 		end
@@ -365,6 +439,7 @@ function M.init_worker(conf)
 	primary = conf.primary
 	max_lag = conf.max_lag or max_lag
 	written = ngx.shared.lance_written
+	unverified = ngx.shared.lance_written_unverified
 	local f = conf.read_url_file and io.open(conf.read_url_file, "r")
 	local text = f and f:read("*a") or ""
 	if f then
@@ -387,12 +462,14 @@ function M.init_worker(conf)
 	end
 	if #standbys > 0 then
 		assert(written, "lance_gateway: lua_shared_dict lance_written is missing")
+		assert(unverified, "lance_gateway: lua_shared_dict lance_written_unverified is missing")
 		-- (every worker of a start writes the same count: no race matters)
 		local count = ngx.worker.count()
 		written_ids = math.max(count, written:get(WORKERS_SEEN) or 0)
 		written:set(WORKERS_SEEN, written_ids)
 		assert(ngx.timer.at(0, checker))
 	end
+	assert(ngx.timer.every(SCHEMA_RECHECK, recheck_schema))
 end
 
 -- A standby that may serve a read needing WAL position <need> (nil: any):
@@ -421,9 +498,10 @@ end
 -- last).  A key's position is the largest of its entries; the ids read are
 -- those of every worker count this dict has seen (written_ids), so that
 -- the entries of workers a reload with fewer workers removed still count
--- until they expire.
+-- until they expire.  The ids merely read from a request's headers are in
+-- lance_written_unverified (always the primary: math.huge), apart.
 local function written_position(key)
-	local need
+	local need = unverified:get(key)
 	for id = 0, written_ids - 1 do
 		local lsn = written:get(key .. "\t" .. id)
 		if lsn and (not need or lsn > need) then
@@ -434,24 +512,25 @@ local function written_position(key)
 end
 
 -- Remember that <key> needs WAL position <lsn> (math.huge: the primary) for
--- its reads, in this worker's entry: the larger of it and the entry's, for
--- another LN_READ_MAX_LAG + 10 s (an entry older than the lag bound no
--- longer matters: every standby within it has replayed past it).  A key id
--- the database authenticated (or "-") may push out the dict's least used
--- entries when it is full; an id merely read from the request's headers
--- takes free space only (safe_set), so that requests with made-up ids
--- cannot push out the entries of real keys.
+-- its reads, for another LN_READ_MAX_LAG + 10 s (an entry older than the
+-- lag bound no longer matters: every standby within it has replayed past
+-- it).  A key id the database authenticated (or "-") goes in this worker's
+-- entry of lance_written (the larger of it and the entry's), and may push
+-- out that dict's least used entries when it is full.  An id merely read
+-- from the request's headers goes in the small dict
+-- lance_written_unverified, whose entries alone it may push out: made-up
+-- ids never take the room of authenticated ones.
 local function remember(key, lsn, authenticated)
-	local entry = key .. "\t" .. (ngx.worker.id() or 0)
-	local old = written:get(entry)
-	if old and old > lsn then
-		lsn = old
-	end
 	local ok, err
 	if authenticated then
+		local entry = key .. "\t" .. (ngx.worker.id() or 0)
+		local old = written:get(entry)
+		if old and old > lsn then
+			lsn = old
+		end
 		ok, err = written:set(entry, lsn, max_lag + 10)
 	else
-		ok, err = written:safe_set(entry, lsn, max_lag + 10)
+		ok, err = unverified:set(key, lsn, max_lag + 10)
 	end
 	if not ok then
 		ngx.log(ngx.ERR, "lance_gateway: cannot remember a write of ", key, ": ", err)
@@ -467,10 +546,11 @@ local function authenticated_key(rows)
 	return nil
 end
 
--- call(sql, params, deadline, app_name): run lance_rest (params: method,
--- path, ...) where it belongs, with application_name app_name.  Answers
+-- call(sql, params, deadline, app_name, headers): run lance_rest (params:
+-- method, path, ...) where it belongs, with application_name app_name;
+-- headers: the request's (name -> value) as handed to lance_rest.  Answers
 -- what lance_db's pool:call answers.
-function M.call(sql, params, deadline, app_name)
+function M.call(sql, params, deadline, app_name, headers)
 	if #standbys == 0 then
 		return primary:call(sql, params, deadline, app_name)
 	end
@@ -478,7 +558,7 @@ function M.call(sql, params, deadline, app_name)
 		routes = load_routes(deadline)
 	end
 	local method, path = params[1], params[2]
-	local key = request_key()
+	local key = request_key(headers)
 	if routes and is_read(method, path) then
 		local s = pick(written_position(key))
 		if s then
@@ -506,12 +586,16 @@ function M.call(sql, params, deadline, app_name)
 		local wal = primary:call(WAL_SQL, {}, deadline)
 		local lsn = wal and wal[1] and lsn_number(wal[1][1]) or math.huge
 		remember(authenticated_key(rows) or "-", lsn, true)
-	elseif not rows or (status and status >= 500) then
+	elseif outcome == "unknown" or (status and status >= 500) then
 		-- an outcome the gateway cannot know (the write may have committed),
-		-- or a failure: that key reads from the primary within the lag
-		-- bound, so that a client that reads to find out sees the truth; no
-		-- look-up of the WAL: the primary may be down.  Without an answer
-		-- the key is the one the headers name (not authenticated)
+		-- or a failure the database answered: that key reads from the
+		-- primary within the lag bound, so that a client that reads to find
+		-- out sees the truth; no look-up of the WAL: the primary may be
+		-- down.  Without the database's key_id the key is the one the
+		-- headers name (not authenticated).  Any other answer (an error
+		-- the database raised, which rolled the call back; a call never
+		-- sent) changed nothing: nothing is remembered, so that requests
+		-- the database refuses cannot fill the dicts.
 		local id = authenticated_key(rows)
 		remember(id or key, math.huge, id ~= nil or key == "-")
 	end

@@ -5,9 +5,10 @@
 #          superuser, inherits nothing, owns nothing, is a member of
 #          lance_admin (so administrator keys work through it), and making it
 #          again changes nothing; without a key it can do nothing itself.
-#          Functions named as the extension's, in a schema ahead of it on the
-#          role's search_path, never run: the gateway names the extension's
-#          schema in every call.
+#          Functions named as the extension's, and pg_catalog's (quote_ident,
+#          set_config, the operator =), in a schema ahead of it and of
+#          pg_catalog on the role's search_path, never run: the gateway names
+#          the schema of every function and operator it calls.
 #   http   a key answers 200 (x-api-key or Authorization: Bearer), no key or
 #          an unknown or revoked one 401 with code 16; the access log has one
 #          line per request with the id of the key the database authenticated
@@ -23,10 +24,16 @@
 #          with a key and 401 without one for a client that trusts the
 #          certificate, and refuses plain HTTP and clients that do not trust it.
 #   ops    /healthz, /readyz, X-Request-Id; /metrics: 401 without a key, 403
-#          for a key that is not an administrator's, its counts parsed; with
-#          the database stopped, 200 for a key authorized a moment ago (its
-#          line in the access log names it), 503 for one never authorized
-#          or refused since (revoked), 401 without a key.
+#          for a key that is not an administrator's, its counts parsed; a key
+#          authorized a moment ago and revoked since gets the database's
+#          error for a header not valid UTF-8 (400), not the authorization
+#          kept; with the database stopped, 200 for a key authorized a moment
+#          ago (its line in the access log names it), 503 for one never
+#          authorized or refused since (revoked), 401 without a key.
+#   schema the extension dropped and made anew in another schema, a
+#          lance_rest planted in the old one by the same transaction: within
+#          a few seconds requests reach the new schema's; a schema whose
+#          name holds "$" is refused (503, code 17, logged).
 #
 # Runs as root (or postgres) and starts its own cluster and two gateways in a
 # temporary folder.  Prints "  ok    <check>" / "  FAIL  <check>" per check;
@@ -169,12 +176,30 @@ CREATE FUNCTION gw_shadow.lance_operations(
     OUT changes_catalog boolean, OUT privilege text, OUT served boolean, OUT not_served text,
     OUT request_members text[]) RETURNS SETOF record
     LANGUAGE sql AS $$ SELECT 'Shadow', 'shadow', 'GET', '/v1/namespace/{id}/list', false, '', true, NULL, '{}'::text[] $$;
+-- pg_catalog's own names the gateway's statements use, ahead of pg_catalog
+-- (named on the path, it is searched where it stands): quote_ident (the
+-- schema it names would be gw_shadow), set_config and the operator = on
+-- text, name and oid (each raises)
+CREATE FUNCTION gw_shadow.quote_ident(text) RETURNS text LANGUAGE sql AS $$ SELECT 'gw_shadow'::pg_catalog.text $$;
+CREATE FUNCTION gw_shadow.set_config(text, text, boolean) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.set_config ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(text, text) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (text) ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(name, name) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (name) ran'; END $$;
+CREATE FUNCTION gw_shadow.shadow_eq(oid, oid) RETURNS boolean LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'gw_shadow.= (oid) ran'; END $$;
+CREATE OPERATOR gw_shadow.= (LEFTARG = text, RIGHTARG = text, FUNCTION = gw_shadow.shadow_eq);
+CREATE OPERATOR gw_shadow.= (LEFTARG = name, RIGHTARG = name, FUNCTION = gw_shadow.shadow_eq);
+CREATE OPERATOR gw_shadow.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = gw_shadow.shadow_eq);
 RESET ROLE;
-ALTER ROLE lance_gateway SET search_path = gw_shadow, public;
+ALTER ROLE lance_gateway SET search_path = gw_shadow, pg_catalog, public;
 SQL
 check "an unqualified call of the gateway's role finds the shadowing functions" "299 shadow Shadow" \
 	"$(sql -U lance_gateway -d "$DB" -c "SELECT (SELECT status FROM lance_rest('GET', '/v1/namespace/gw/list', NULL, NULL, NULL))
 		|| ' ' || lance_library_version() || ' ' || (SELECT string_agg(operation_id, ',') FROM lance_operations())")"
+check "and its pg_catalog names: quote_ident, set_config, =" "gw_shadow gw_shadow.set_config ran gw_shadow.= (name) ran" \
+	"$(sql -U lance_gateway -d "$DB" -c "SELECT quote_ident('x')" 2>&1) $(sql -U lance_gateway -d "$DB" -c "SELECT set_config('a.b', 'c', true)" 2>&1 | sed -n 's/^ERROR:  //p') $(sql -U lance_gateway -d "$DB" -c "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'x'" 2>&1 | sed -n 's/^ERROR:  //p')"
 
 # ---------------------------------------------------------------------------
 # http
@@ -505,6 +530,14 @@ REVOKED_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
 expect "GET /metrics with a key about to be revoked" 200 - -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
 sql -U postgres -d "$DB" -v id="${REVOKED_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
 expect "GET /metrics with that key once revoked" 401 16 -H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+# The authorization kept serves only while the database gives no answer:
+# an error it answers (a header that is not valid UTF-8: 22021) is the
+# answer, even for a key authorized a moment ago and revoked since.
+BADBYTE_KEY="$(create_api_key lance_admin "${PSQL_ARGS[@]}")"
+expect "GET /metrics with another key about to be revoked" 200 - -H "x-api-key: $BADBYTE_KEY" "$BASE/metrics"
+sql -U postgres -d "$DB" -v id="${BADBYTE_KEY:0:16}" <<<"SELECT lance_revoke_api_key(:'id');" >/dev/null
+expect "GET /metrics with that key once revoked and a header not valid UTF-8: the database's error, not the authorization kept" \
+	400 13 -H "x-api-key: $BADBYTE_KEY" -H $'x-junk: \xff' "$BASE/metrics"
 expect "GET /metrics with an administrator's key, just before the database stops" 200 - \
 	-H "x-api-key: $KEY" "$BASE/metrics"
 
@@ -544,6 +577,52 @@ else
 fi
 start_cluster "$PGDATA_DIR" "$PORT" "$SOCK" >/dev/null
 expect "GET /readyz once the database is back" 200 - "$BASE/readyz"
+
+# ---------------------------------------------------------------------------
+# schema: the extension made anew in another schema
+# ---------------------------------------------------------------------------
+say "the extension dropped and made anew in another schema"
+# One transaction drops the extension, makes it in schema ln_moved and plants
+# a lance_rest in its old schema (public): no call fails, so each worker
+# learns of the move by asking the primary again (every 2 s), and the planted
+# function stops answering (its 298) within a few seconds.
+# moved_status: the status of a request without a key (401 from the extension)
+moved_status() { curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$URL/namespace/gw/list" 2>/dev/null || true; }
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+BEGIN;
+SET LOCAL lance_namespace.allow_drop_extension = on;
+DROP EXTENSION lance_namespace CASCADE;
+CREATE SCHEMA ln_moved;
+GRANT USAGE ON SCHEMA ln_moved TO PUBLIC;
+CREATE EXTENSION lance_namespace SCHEMA ln_moved;
+CREATE FUNCTION public.lance_rest(method text, path text, query text, body text, headers jsonb,
+    OUT status integer, OUT response_headers jsonb, OUT response_body text, OUT key_id text)
+    LANGUAGE sql AS $$ SELECT 298, '{"content-type": "application/json"}'::jsonb, '{"planted": true}', NULL::text $$;
+COMMIT;
+SQL
+# (a bounded number of tries, 0.1 s apart; each worker rechecks every 2 s)
+for _ in $(seq 150); do [[ "$(moved_status)" != 298 ]] && break; sleep 0.1; done
+check "the function planted in the old schema stops answering: the extension's 401 in ln_moved, 10 times in a row" \
+	"401 401 401 401 401 401 401 401 401 401" "$(for _ in $(seq 10); do moved_status; echo; done | tr '\n' ' ' | sed 's/ $//')"
+# A schema whose name holds "$" is refused (the query texts sent through a
+# pooler would take "$1" in it for a parameter): 503 with code 17, and the
+# error log says why.
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+BEGIN;
+SET LOCAL lance_namespace.allow_drop_extension = on;
+DROP EXTENSION lance_namespace CASCADE;
+CREATE SCHEMA "ln$1";
+GRANT USAGE ON SCHEMA "ln$1" TO PUBLIC;
+CREATE EXTENSION lance_namespace SCHEMA "ln$1";
+COMMIT;
+SQL
+for _ in $(seq 150); do [[ "$(moved_status)" == 503 ]] && break; sleep 0.1; done
+expect "the extension in a schema whose name holds \"\$\": 503" 503 17 "$URL/namespace/gw/list"
+if grep -qF 'whose name holds a "$": the gateway does not call it' "$HTTP_PREFIX/error.log"; then
+	pass "the error log says why"
+else
+	fail "the error log says why" "$(tail -n 3 "$HTTP_PREFIX/error.log")"
+fi
 
 printf 'lance_namespace: gateway test: %d checks, %d failed\n' "$CHECKS" "$FAILS"
 ((FAILS == 0))

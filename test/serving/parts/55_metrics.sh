@@ -8,6 +8,12 @@
 #            never queues for a connection), showing that connection in use;
 #            with an administrator's key it never authorized, 503 with code
 #            17 at once; without a key, 401 with code 16
+#   lookup   a request waiting for the look-up of the extension's schema
+#            that a scrape started (pg_extension locked: given up after the
+#            scrape's 2 s) looks it up itself and answers 200
+#   stalled  with the backend of the only connection stopped (SIGSTOP), a
+#            scrape with a key authorized a moment ago answers 200 within
+#            9 s (the check of the key gives up after 2 s)
 #   reload   a gateway of 2 workers (1 connection each), with a commit
 #            waiting on the lock in each worker, reloaded with 1 worker; its
 #            old workers then end without writing their gauges back (killed):
@@ -54,6 +60,50 @@ check "the only connection busy: no key, 401 with code 16" "401 16" \
 release
 wait "$m55_commit" || true
 check "the commit went on once the lock was free" 200 "$(cut -d' ' -f1 "$WORK/m55.commit.status")"
+gw_down
+
+# ---------------------------------------------------------------------------
+# lookup
+# ---------------------------------------------------------------------------
+# A fresh gateway does not know the extension's schema yet.  With
+# pg_extension locked, a scrape's look-up of it waits on the lock past its
+# 2 s (given up after lance_db's grace: 503); a request that arrived
+# meanwhile waited for that look-up, and, with time left, looks the schema
+# up itself once the scrape has its answer, which succeeds once the lock is
+# free.
+gw_up lookup LN_GATEWAY_CONNECTIONS=1 LN_REQUEST_TIMEOUT=60 || return 0
+hold "LOCK TABLE pg_catalog.pg_extension IN ACCESS EXCLUSIVE MODE;"
+m55_scrape "$WORK/m55.lookup" "$KEY" >"$WORK/m55.lookup.status" &
+m55_lookup_scrape=$!
+BACKGROUND+=("$m55_lookup_scrape")
+wait_for 300 answers 1 lock_waiters || fail "the scrape's look-up waits on the lock" "waiting: $(lock_waiters)"
+request_bg "$WORK/m55.lookup_request" GET "/v1/namespace/ns/list"
+m55_lookup_request=$!
+wait "$m55_lookup_scrape" || true
+check "the scrape whose look-up waited on the lock past its 2 s: 503 with code 17" "503 17" \
+	"$(cat "$WORK/m55.lookup.status") $(json_code "$WORK/m55.lookup")"
+release
+wait "$m55_lookup_request" || true
+check "a request that waited for that look-up looks the schema up itself: 200" 200 \
+	"$(cut -d' ' -f1 "$WORK/m55.lookup_request.status")"
+gw_down
+
+# ---------------------------------------------------------------------------
+# stalled
+# ---------------------------------------------------------------------------
+# The backend of the gateway's only connection stopped (SIGSTOP): the idle
+# connection looks usable, and a scrape's check of the key waits for an
+# answer that never comes.  It gives up within 2 s (and lance_db's grace)
+# and answers from the authorization kept, well within Prometheus's 10 s.
+gw_up stalled LN_GATEWAY_CONNECTIONS=1 LN_REQUEST_TIMEOUT=60 || return 0
+check "a scrape with an administrator's key" 200 "$(m55_scrape "$WORK/m55.txt" "$KEY")"
+wait_for 300 answers 1 gateway_backends || fail "the gateway holds one connection" "$(gateway_backends)"
+m55_backend="$(sql -c "SELECT pid FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
+STOPPED+=("$m55_backend")
+kill -STOP "$m55_backend"
+check "its backend stopped: a scrape with the key authorized a moment ago, 200 within 9 s" 200 \
+	"$(curl -sS --max-time 9 -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" "$GW/metrics" 2>/dev/null || true)"
+kill -CONT "$m55_backend"
 gw_down
 
 # ---------------------------------------------------------------------------

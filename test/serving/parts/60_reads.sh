@@ -15,7 +15,9 @@
 #             once the standby has replayed past its write, its reads go to
 #             the standby again; a change without a key whose header names
 #             another key's id (where lance_rest reads no key) is remembered
-#             for requests without a key, not for that id
+#             for requests without a key, not for that id; a change the
+#             database refuses with an error is not remembered for the key
+#             id its header names
 #   lag       a gateway with LN_READ_MAX_LAG=1 skips the paused standby once
 #             it lags more than 1 s (the same read turns 200), and a standby
 #             cut off from its primary once the primary has moved on
@@ -123,6 +125,14 @@ else
 fi
 check "another key's read of one still goes to the standby (not replayed: 404)" 404 "$(r60_describe "$R60_OTHER" r60k0)"
 check "another key's read of it still goes to the standby (not replayed: 404)" 404 "$(r60_describe "$R60_OTHER" r60a)"
+# A change the database refuses with an error (a header that is not valid
+# UTF-8: 22021, answered 400) changed nothing: the key id its header names
+# (anybody can make one up) is not remembered, and that key's reads still
+# go to the standby.
+check "a change refused by the database (a header not valid UTF-8), naming another key's id: 400" 400 \
+	"$(curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -X POST -H "x-api-key: ${R60_OTHER:0:16}_x" \
+		-H $'x-junk: \xff' -H 'content-type: application/json' -d '{}' "$GW/v1/namespace/ns%24r60u/create" 2>/dev/null)"
+check "the key it named still reads on the standby (not replayed: 404)" 404 "$(r60_describe "$R60_OTHER" r60a)"
 check "the standby has not replayed it" 0 \
 	"$(repl_psql "$SOCK" "$R60_PORT" -d "$DB" -c "SELECT count(*) FROM lance_catalog.object WHERE name = 'r60a'")"
 
