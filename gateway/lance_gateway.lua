@@ -33,9 +33,10 @@ local request_timeout = 30
 -- The call, in the extension's schema (@SCHEMA@: lance_replicas.schema),
 -- each argument of its type: no function of another schema on the role's
 -- search_path, nor one of the same name with other argument types, runs.
+-- Run only while the extension is in that schema (replicas.GUARD, $6).
 local SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
 	.. " FROM @SCHEMA@.lance_rest($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text,"
-	.. " $4::pg_catalog.text, $5::pg_catalog.jsonb)"
+	.. " $4::pg_catalog.text, $5::pg_catalog.jsonb)" .. string.format(replicas.GUARD, 6)
 
 -- The application_name of a request's database transaction: this and its
 -- request id, so that log_line_prefix's %a puts the id on every line the
@@ -170,17 +171,26 @@ end
 -- Run lance_rest once, before the request's deadline.  A statement that
 -- may have reached the database is never sent again (lance_db): a commit
 -- must not run twice.
+-- A call whose GUARD found the extension moved answered no row and ran
+-- nothing: it goes again, once, in the schema looked up anew.
 local function call(method, path, query, body, headers, header_table)
 	local deadline = ngx.req.start_time() + request_timeout
-	local schema, outcome, detail = replicas.schema(deadline)
-	if not schema then
-		return nil, outcome, detail
+	local rows, outcome, detail
+	for _ = 1, 2 do
+		local schema
+		schema, outcome, detail = replicas.schema(deadline)
+		if not schema then
+			return nil, outcome, detail
+		end
+		rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
+			{ method, path, query, body or false, headers, schema }, deadline,
+			APPLICATION_PREFIX .. ngx.var.lance_request_id, header_table)
+		replicas.forget_schema(outcome, detail)
+		if not rows or rows[1] then
+			break
+		end
+		replicas.schema_moved()
 	end
-	local rows
-	rows, outcome, detail = replicas.call(replicas.sql_in(SQL, schema),
-		{ method, path, query, body or false, headers }, deadline, APPLICATION_PREFIX .. ngx.var.lance_request_id,
-		header_table)
-	replicas.forget_schema(outcome, detail)
 	return rows, outcome, detail
 end
 
@@ -440,7 +450,7 @@ end
 
 local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_body, key_id"
 	.. " FROM @SCHEMA@.lance_rest('GET'::pg_catalog.text, '/v1/stats'::pg_catalog.text, NULL::pg_catalog.text,"
-	.. " NULL::pg_catalog.text, $1::pg_catalog.jsonb)"
+	.. " NULL::pg_catalog.text, $1::pg_catalog.jsonb)" .. string.format(replicas.GUARD, 2)
 
 -- The metrics are most needed when the database is down or every
 -- connection is busy, so a scrape never waits for one: without a key it is
@@ -537,9 +547,14 @@ function M.metrics()
 	local schema, outcome, detail = replicas.schema(deadline, true)
 	local rows
 	if schema then
-		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers }, deadline, app_name,
-			true)
+		rows, outcome, detail = pool:call(replicas.sql_in(STATS_SQL, schema), { headers, schema }, deadline,
+			app_name, true)
 		replicas.forget_schema(outcome, detail)
+		if rows and not rows[1] then
+			-- the GUARD: the extension moved, nothing ran (the next scrape looks it up)
+			replicas.schema_moved()
+			rows, outcome, detail = nil, "not_sent", "the extension's schema moved"
+		end
 	end
 	local row = rows and rows[1]
 	if row then

@@ -91,17 +91,19 @@ end
 local schema
 local lookup
 
--- How often each worker asks the primary again which schema the extension
--- is in, once it knows: every SCHEMA_RECHECK seconds from a timer, on a
--- connection free at that moment; a schema last confirmed more than
--- SCHEMA_MAX_AGE seconds ago (every connection stayed busy) is confirmed by
--- the next request, before its call.  So a DROP and CREATE EXTENSION in
--- another schema is followed within seconds (a call that finds no such
--- function or schema forgets it at once: forget_schema), and a function
--- someone made since in the old schema does not go on receiving requests.
-local SCHEMA_RECHECK = 2
-local SCHEMA_MAX_AGE = 10
-local schema_checked = 0   -- ngx.now() of the last answer that confirmed it
+-- A call that hands the extension's function what a request carries (its
+-- headers, API keys among them) runs it only while the extension is still
+-- in the schema the worker knows: GUARD, a condition on the statement
+-- that PostgreSQL checks once before the function runs (a one-time
+-- filter), with the schema's name as the statement's last parameter.
+-- After a DROP and CREATE EXTENSION elsewhere, a function someone made
+-- since under the old name never receives a request: the call answers no
+-- row, nothing ran, and the worker looks the schema up again
+-- (schema_moved).  It costs one index look-up of pg_extension a call.
+M.GUARD = " WHERE EXISTS (SELECT FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n"
+	.. " ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+	.. " WHERE e.extname OPERATOR(pg_catalog.=) 'lance_namespace'"
+	.. " AND pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.=) $%d::pg_catalog.text)"
 
 -- The schema's name (quote_ident's answer) as the statements may hold it:
 -- never with a "$", which the query texts sent through a pooler
@@ -134,35 +136,6 @@ local function look_up(deadline, no_wait)
 	return nil, outcome, detail
 end
 
--- confirm_schema(deadline, no_wait): ask the primary again and follow its
--- answer: another schema, or none (the next request then looks it up, and
--- finds the extension missing).  No answer: the schema known stays.
-local function confirm_schema(deadline, no_wait)
-	local current = { wake = assert(semaphore.new(0)), waiters = 0 }
-	lookup = current
-	local ok, found, outcome, detail = pcall(look_up, deadline, no_wait)
-	lookup = nil
-	current.outcome = "busy"
-	if current.waiters > 0 then
-		current.wake:post(current.waiters)
-	end
-	local sqlstate = ok and type(detail) == "table" and detail.sqlstate
-	if ok and (found or (outcome == "error" and (sqlstate == "42704" or sqlstate == ""))) then
-		if found ~= schema then
-			ngx.log(ngx.WARN, "lance_gateway: the extension's schema is now ", tostring(found), " (was ",
-				tostring(schema), ")")
-		end
-		schema, schema_checked = found, ngx.now()
-	end
-end
-
--- (a timer, every SCHEMA_RECHECK seconds)
-local function recheck_schema(premature)
-	if not premature and schema and not lookup then
-		confirm_schema(ngx.now() + CHECK_TIMEOUT, true)
-	end
-end
-
 -- True for a look-up's failure that another request would meet too: an
 -- error the database answered, but for a cancel (57014, LN017: the
 -- deadline of the request that started it, which may be shorter).
@@ -175,8 +148,8 @@ end
 -- worker that needs it, on the primary: the schema is chosen at CREATE
 -- EXTENSION and stays (relocatable = false), but a DROP and CREATE
 -- EXTENSION may move it, so a call that finds no such function or schema
--- forgets it (forget_schema), and each worker asks again every
--- SCHEMA_RECHECK seconds (recheck_schema).
+-- forgets it (forget_schema), and a call whose GUARD finds it elsewhere
+-- answers no row (schema_moved).
 -- schema(deadline, no_wait): the schema, or nil, outcome, detail as
 -- lance_db's pool:call answers them ("error" with SQLSTATE 42704 when the
 -- extension is not installed); a look-up that broke off is "not_sent": it
@@ -185,9 +158,6 @@ end
 -- or was cancelled (its deadline may have been shorter: /readyz, /metrics)
 -- and has time left looks it up itself.
 function M.schema(deadline, no_wait)
-	if schema and not lookup and not no_wait and ngx.now() - schema_checked > SCHEMA_MAX_AGE then
-		confirm_schema(deadline)
-	end
 	while not schema do
 		if not lookup then
 			local current = { wake = assert(semaphore.new(0)), waiters = 0 }
@@ -198,7 +168,6 @@ function M.schema(deadline, no_wait)
 				found, outcome, detail = nil, "not_sent", "gateway error: " .. tostring(found)
 			end
 			schema = found
-			schema_checked = ngx.now()
 			lookup = nil
 			current.outcome, current.detail = outcome, detail
 			if current.waiters > 0 then
@@ -232,6 +201,16 @@ function M.forget_schema(outcome, detail)
 		and (detail.sqlstate == "42883" or detail.sqlstate == "3F000") then
 		schema = nil
 	end
+end
+
+-- schema_moved(): a call's GUARD found the extension in another schema (or
+-- none): look it up again.
+function M.schema_moved()
+	if schema then
+		ngx.log(ngx.WARN, "lance_gateway: the extension lance_namespace is no longer in schema ", schema,
+			": looking it up again")
+	end
+	schema = nil
 end
 
 -- sql_in(text, in_schema): text with @SCHEMA@ as in_schema (kept: the
@@ -469,7 +448,6 @@ function M.init_worker(conf)
 		written:set(WORKERS_SEEN, written_ids)
 		assert(ngx.timer.at(0, checker))
 	end
-	assert(ngx.timer.every(SCHEMA_RECHECK, recheck_schema))
 end
 
 -- A standby that may serve a read needing WAL position <need> (nil: any):
