@@ -96,7 +96,9 @@ missing_packages() {
 }
 
 # The Debian packages the tests need besides LN_PACKAGES: Node and npm for
-# the end-to-end tests (scripts/test.sh installs them when missing); jq and
+# the end-to-end tests, and acl (setfacl: those tests, run as postgres, may
+# read the gateway's access log and no other user may) (scripts/test.sh
+# installs them when missing); jq and
 # Prometheus's Python client for test/gateway, which reads the JSON access
 # log and parses /metrics with prometheus_client's own parser, and strace
 # for test/serving, which sees the arguments of every program
@@ -104,7 +106,7 @@ missing_packages() {
 # LN_GATEWAY_TEST_PACKAGES).
 LN_GATEWAY_TEST_PACKAGES=(jq python3 python3-prometheus-client strace)
 # shellcheck disable=SC2034 # test.sh's and debian_root.sh's
-LN_TEST_PACKAGES=(nodejs npm "${LN_GATEWAY_TEST_PACKAGES[@]}")
+LN_TEST_PACKAGES=(nodejs npm acl "${LN_GATEWAY_TEST_PACKAGES[@]}")
 
 # apt_install <package>...: install with apt, without prompts (a machine
 # without a terminal).  With LN_APT_OFFLINE=1, apt's lists are taken as they
@@ -425,25 +427,55 @@ stop_cluster() {
 # group of its own (the run cluster's socket folder lets that group in).
 LN_GATEWAY_USER=lance_gateway
 
+# gateway_group_others: print the OS users, other than LN_GATEWAY_USER, in
+# its group (listed members, or users whose primary group it is).  That
+# group may enter the run cluster's socket folder: it must be the
+# gateway's alone.
+gateway_group_others() {
+	local gid members
+	gid="$(getent group "$LN_GATEWAY_USER" | cut -d: -f3)" || return 0
+	[[ -n "$gid" ]] || return 0
+	members="$(getent group "$LN_GATEWAY_USER" | cut -d: -f4)"
+	{
+		tr ',' '\n' <<<"$members"
+		getent passwd | awk -F: -v gid="$gid" '$4 == gid { print $1 }'
+	} | grep -vx -e "$LN_GATEWAY_USER" -e '' | sort -u || true
+}
+
 # ensure_gateway_user: create LN_GATEWAY_USER when this host lacks it, as
-# the scripts install the packages they need.
+# the scripts install the packages they need.  A group of that name that
+# other users are in is refused: they would enter the socket folder.  A
+# useradd that loses a race with another script's is no failure.
 ensure_gateway_user() {
 	local -a group=(--user-group)
+	local others
+	others="$(gateway_group_others | tr '\n' ' ')"
+	[[ -z "$others" ]] ||
+		die "the group $LN_GATEWAY_USER, which alone may enter the cluster's socket folder, has other members: ${others% }; take them out of it (gpasswd -d <user> $LN_GATEWAY_USER) or remove that group, and run again"
 	id -u "$LN_GATEWAY_USER" >/dev/null 2>&1 && return 0
 	[[ $EUID -eq 0 ]] ||
 		die "the OS user $LN_GATEWAY_USER, which runs the gateway, is missing and this is not root; create it (useradd --system) or rerun as root"
 	getent group "$LN_GATEWAY_USER" >/dev/null && group=(--gid "$LN_GATEWAY_USER")
 	say "creating the OS user $LN_GATEWAY_USER, which runs the gateway (a system user without a shell or a home)"
 	useradd --system "${group[@]}" --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
-		"$LN_GATEWAY_USER" || die "could not create the OS user $LN_GATEWAY_USER"
+		"$LN_GATEWAY_USER" || id -u "$LN_GATEWAY_USER" >/dev/null 2>&1 ||
+		die "could not create the OS user $LN_GATEWAY_USER"
 }
 
-# Run a command as the gateway's OS user, from / (as as_postgres does).
+# The whole environment of a program the gateway's OS user runs: whatever
+# the operator exported (PGPASSWORD, cloud keys, LN_DATABASE_READ_URL) is
+# no business of nginx's or of the database checks, and a process's
+# environment outlives its use in its memory.  A caller passes what a
+# program needs explicitly (env NAME=value program).
+LN_GATEWAY_ENV=(PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8)
+
+# Run a command as the gateway's OS user, from / (as as_postgres does), in
+# a clean environment (LN_GATEWAY_ENV).
 as_gateway() {
 	if [[ "$(id -un)" == "$LN_GATEWAY_USER" ]]; then
-		(cd / && "$@")
+		(cd / && env -i "${LN_GATEWAY_ENV[@]}" "$@")
 	elif [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u "$LN_GATEWAY_USER" -- "$@")
+		(cd / && runuser -u "$LN_GATEWAY_USER" -- env -i "${LN_GATEWAY_ENV[@]}" "$@")
 	else
 		die "must run as root to manage the gateway"
 	fi
@@ -465,15 +497,64 @@ gateway_file() {
 		sh "$1" "$2"
 }
 
-gateway_running() {
-	local prefix="$1" pid
-	pid="$(cat "$prefix/nginx.pid" 2>/dev/null)" || return 1
-	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+# as_prefix_owner <prefix> <command...>: run a command as the OS user whose
+# the prefix is: the gateway's, postgres (a prefix an earlier version
+# made) or root (one just made, empty); false for any other.
+as_prefix_owner() {
+	local prefix="$1" owner
+	shift
+	owner="$(stat -c %U "$prefix" 2>/dev/null)" || return 1
+	case "$owner" in
+	"$LN_GATEWAY_USER") as_gateway "$@" ;;
+	postgres) as_postgres "$@" ;;
+	root) (cd / && "$@") ;;
+	*) return 1 ;;
+	esac
 }
+
+# gateway_pid <prefix>: print the pid of the gateway's nginx master that
+# runs in <prefix>; false when none does.  nginx.pid lies in a folder its
+# OS user writes, and a pid outlives its process: the file is read as that
+# user, a regular file's first bytes alone (never a FIFO that blocks or a
+# link to /dev/zero), and the pid is taken only when it is an nginx master
+# of that user's for this prefix.
+# Another process that took a dead master's pid is never signalled: the
+# stale pid file goes.
+gateway_pid() {
+	local prefix="$1" pid exe owner user cmdline
+	[[ -d "$prefix" && ! -L "$prefix" ]] || return 1
+	[[ -e "$prefix/nginx.pid" || -L "$prefix/nginx.pid" ]] || return 1
+	# shellcheck disable=SC2016 # expanded by that shell
+	pid="$(as_prefix_owner "$prefix" sh -c '[ -f "$1" ] && [ ! -L "$1" ] && exec timeout 5 head -c 16 -- "$1"' \
+		sh "$prefix/nginx.pid" 2>/dev/null)" || pid=""
+	pid="${pid%$'\n'}"
+	if [[ "$pid" =~ ^[1-9][0-9]{0,9}$ ]]; then
+		owner="$(stat -c %U "$prefix")"
+		exe="$(readlink "/proc/$pid/exe" 2>/dev/null)" || exe=""
+		exe="${exe% (deleted)}"
+		user="$(stat -c %U "/proc/$pid" 2>/dev/null)" || user=""
+		cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || cmdline=""
+		if [[ "${exe##*/}" == nginx && "$user" == "$owner" ]]; then
+			if [[ "$cmdline" == *"master process"* && "$cmdline" == *" $prefix/nginx.conf"* ]]; then
+				printf '%s\n' "$pid"
+				return 0
+			fi
+			# an nginx of that user's, not (or not yet: it names itself
+			# once its pid file is written) this prefix's master
+			return 1
+		fi
+	fi
+	as_prefix_owner "$prefix" rm -f -- "$prefix/nginx.pid" 2>/dev/null || true
+	return 1
+}
+
+gateway_running() { gateway_pid "$1" >/dev/null; }
 
 # gateway_user <prefix>: the OS user the running gateway's master runs as.
 gateway_user() {
-	ps -o user:32= -p "$(cat "$1/nginx.pid" 2>/dev/null)" 2>/dev/null | tr -d ' '
+	local pid
+	pid="$(gateway_pid "$1")" || return 0
+	stat -c %U "/proc/$pid" 2>/dev/null || true
 }
 
 # The database role the gateway connects as: it logs in, is no superuser,
@@ -572,9 +653,7 @@ LN_READ_MAX_LAG_DEFAULT=10
 gateway_read_settings() {
 	local prefix="$1" per_worker="$2" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}"
 	local -a urls=()
-	if ! [[ "$lag" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$lag" 'BEGIN { exit !(t > 0) }'; then
-		die "LN_READ_MAX_LAG must be a positive number of seconds, got '$lag'"
-	fi
+	# its form was checked with the others (check_gateway_settings)
 	read -r -d '' -a urls <<<"${LN_DATABASE_READ_URL:-}" || true
 	if ((${#urls[@]} == 0)); then
 		gateway_file "$prefix/database_read_url" 600 </dev/null
@@ -640,14 +719,31 @@ gateway_words() {
 	local -a words=()
 	read -r -d '' -a words <<<"${!name:-}" || true
 	for word in "${words[@]}"; do
+		((${#word} <= 253)) ||
+			die "$name must list $what, separated by spaces: '${word:0:40}...' is longer than 253 characters"
 		[[ "$word" =~ $form ]] ||
 			die "$name must list $what, separated by spaces: '$word' is none (the list goes into nginx.conf)"
 	done
 	GATEWAY_WORDS="${words[*]}"
 }
 
+# The largest values the gateway's settings take: a day's seconds, and
+# more connections than any server gives.
+LN_SECONDS_MAX=86400
+LN_GATEWAY_CONNECTIONS_MAX=10000
+
+# seconds_setting <name> <value>: die unless <value> is a positive number of
+# seconds, at most LN_SECONDS_MAX.
+seconds_setting() {
+	local name="$1" value="$2"
+	if ! [[ "$value" =~ ^[0-9]{1,9}(\.[0-9]{1,9})?$ ]] ||
+		! awk -v t="$value" -v max="$LN_SECONDS_MAX" 'BEGIN { exit !(t > 0 && t <= max) }'; then
+		die "$name must be a positive number of seconds, at most $LN_SECONDS_MAX, got '$value'"
+	fi
+}
+
 # check_gateway_settings <prefix> <port>: die unless the gateway's settings
-# (LN_REQUEST_TIMEOUT, LN_GATEWAY_CONNECTIONS, LN_GATEWAY_ADDRESS,
+# (LN_REQUEST_TIMEOUT, LN_READ_MAX_LAG, LN_GATEWAY_CONNECTIONS, LN_GATEWAY_ADDRESS,
 # LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS, its folder and port) have their
 # forms; set GATEWAY_HOSTS and GATEWAY_ORIGINS to the lists as nginx.conf
 # takes them.  It changes nothing: scripts/gateway.sh and scripts/run.sh
@@ -655,12 +751,12 @@ gateway_words() {
 check_gateway_settings() {
 	local prefix="$1" port="$2"
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local address="${LN_GATEWAY_ADDRESS:-127.0.0.1}"
-	if ! [[ "$timeout" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v t="$timeout" 'BEGIN { exit !(t > 0) }'; then
-		die "LN_REQUEST_TIMEOUT must be a positive number of seconds, got '$timeout'"
+	local address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}"
+	seconds_setting LN_REQUEST_TIMEOUT "$timeout"
+	seconds_setting LN_READ_MAX_LAG "$lag"
+	if [[ -n "$total" ]] && { ! [[ "$total" =~ ^[1-9][0-9]{0,4}$ ]] || ((total > LN_GATEWAY_CONNECTIONS_MAX)); }; then
+		die "LN_GATEWAY_CONNECTIONS must be a positive integer, at most $LN_GATEWAY_CONNECTIONS_MAX, got '$total'"
 	fi
-	[[ -z "$total" || "$total" =~ ^[1-9][0-9]*$ ]] ||
-		die "LN_GATEWAY_CONNECTIONS must be a positive integer, got '$total'"
 	if ! [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
 		die "LN_GATEWAY_PORT must be a port number (1 to 65535), got '$port'"
 	fi
@@ -696,7 +792,7 @@ start_gateway_url() {
 	local prefix="$1" port="$2" url="$3" i
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local workers per_worker lua
+	local workers per_worker lua conf
 	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
 	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
@@ -705,6 +801,7 @@ start_gateway_url() {
 	[[ "$multiarch" =~ ^[A-Za-z0-9_-]*$ ]] || die "unexpected multiarch name '$multiarch'"
 	scheme="$(gateway_scheme)"
 	ensure_gateway_user
+	check_gateway_folders "$prefix"
 	mkdir -p "$prefix"
 	as_gateway test -x "$(dirname "$prefix")" ||
 		die "the OS user $LN_GATEWAY_USER, which runs the gateway, cannot reach $(dirname "$prefix") (a folder on the way is closed to it)"
@@ -715,8 +812,7 @@ start_gateway_url() {
 	((workers <= total)) || workers="$total"
 	per_worker=$((total / workers))
 	# its logs name every request's path and key id: its OS user's alone
-	chown "$LN_GATEWAY_USER:$LN_GATEWAY_USER" "$prefix"
-	chmod 700 "$prefix"
+	as_gateway chmod 700 "$prefix"
 	gateway_dir "$prefix/tmp" 700
 	# the URL may hold a password: the workers' user alone reads it
 	printf '%s\n' "$url" | gateway_file "$prefix/database_url" 600
@@ -741,14 +837,18 @@ start_gateway_url() {
 	else
 		as_gateway rm -rf "$prefix/tls"
 	fi
-	sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
+	# written whole or not at all (gateway_file): a sed that fails leaves
+	# the last nginx.conf, never an empty one
+	conf="$(sed -e "s|@PREFIX@|$prefix|g" -e "s|@GATEWAY_DIR@|$prefix/lua|g" \
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
-		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in" |
-		as_gateway tee "$prefix/nginx.conf" >/dev/null
+		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in")" ||
+		die "could not write $prefix/nginx.conf from $ROOT/gateway/nginx.conf.in"
+	[[ -n "$conf" ]] || die "could not write $prefix/nginx.conf from $ROOT/gateway/nginx.conf.in"
+	printf '%s\n' "$conf" | gateway_file "$prefix/nginx.conf" 600
 	if gateway_running "$prefix"; then
 		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"
 		as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
@@ -780,13 +880,28 @@ start_gateway_url() {
 # send it to whatever pid that user wrote there): the gateway's, or postgres
 # for a prefix an earlier version made.
 stop_gateway() {
-	local prefix="$1" pid as=as_gateway
-	if gateway_running "$prefix"; then
-		pid="$(cat "$prefix/nginx.pid")"
+	local prefix="$1" pid
+	if pid="$(gateway_pid "$prefix")"; then
 		say "stopping gateway in $prefix"
-		[[ "$(stat -c %U "$prefix")" == postgres ]] && as=as_postgres
 		# shellcheck disable=SC2016 # expanded by that shell
-		"$as" sh -c 'kill -QUIT "$1"' sh "$pid" || true
+		as_prefix_owner "$prefix" sh -c 'kill -QUIT "$1"' sh "$pid" || true
+	fi
+}
+
+# check_gateway_folders <prefix>: root makes the gateway's folder in LN_DATA
+# and hands it over: neither may be a link (root would make or hand over
+# what it leads to), nor may LN_DATA be open to others' writes (another
+# user could put a link there in its place), unless sticky as /tmp is.
+check_gateway_folders() {
+	local prefix="$1" data mode
+	data="$(dirname "$prefix")"
+	[[ ! -L "$data" ]] || die "LN_DATA ($data) is a symbolic link; set LN_DATA to the folder it leads to"
+	[[ ! -L "$prefix" ]] || die "the gateway's folder $prefix is a symbolic link; move it away and run again"
+	if [[ -d "$data" ]]; then
+		mode="$(stat -c %a "$data")"
+		if ((8#$mode & 8#022)) && ! ((8#$mode & 8#1000)); then
+			die "LN_DATA ($data) may be written by users other than its owner (mode $mode): others could put links there; chmod go-w $data, or set LN_DATA to another folder"
+		fi
 	fi
 }
 
@@ -794,11 +909,21 @@ stop_gateway() {
 # postgres's (its nginx ran as postgres, with logs and temporary folders
 # there).  Its gateway, if it runs, stops first (a reload would keep it
 # postgres's; it must remove its pid file while it still may), then all of
-# the prefix becomes the gateway user's.  Once the prefix is that user's,
-# nothing here follows what that user put in it.
+# the prefix becomes the gateway user's.  An empty one of root's (made
+# just now) becomes the gateway user's too; one of any other user's, or
+# root's with things in it, is not ours to hand over: this stops.  Once
+# the prefix is that user's, nothing here follows what that user put in it.
 adopt_gateway_prefix() {
-	local prefix="$1" user i
-	[[ "$(stat -c %U "$prefix")" != "$LN_GATEWAY_USER" ]] || return 0
+	local prefix="$1" owner user i
+	owner="$(stat -c %U "$prefix")"
+	[[ "$owner" != "$LN_GATEWAY_USER" ]] || return 0
+	if [[ "$owner" == root && -z "$(ls -A "$prefix")" ]]; then
+		chown -h "$LN_GATEWAY_USER:$LN_GATEWAY_USER" "$prefix"
+		return 0
+	fi
+	[[ "$owner" == postgres ]] ||
+		die "the gateway's folder $prefix is the OS user $owner's, and not empty: this script hands over to $LN_GATEWAY_USER only a folder an earlier version made (postgres's) or an empty one; move it away (or chown -R $LN_GATEWAY_USER: it) and run again"
+	say "the gateway in $prefix ran as OS user postgres; from now on it runs as $LN_GATEWAY_USER${GATEWAY_URL_NAME:+: files $GATEWAY_URL_NAME names (passfile, sslrootcert, sslcert, sslkey) must now be readable by $LN_GATEWAY_USER}"
 	if gateway_running "$prefix"; then
 		user="$(gateway_user "$prefix")"
 		say "restarting the gateway in $prefix, which runs as OS user ${user:-?}, as $LN_GATEWAY_USER"

@@ -57,6 +57,9 @@ LN_GATEWAY_PORT="${LN_GATEWAY_PORT:-2333}"
 [[ "$LN_GATEWAY_PORT" =~ ^[0-9]+$ ]] || die "LN_GATEWAY_PORT must be a number, got '$LN_GATEWAY_PORT'"
 # before anything is installed, made or written
 check_gateway_settings "$LN_DATA/gateway" "$LN_GATEWAY_PORT"
+# the setting whose files (passfile, sslkey...) the gateway's user must read
+# shellcheck disable=SC2034 # adopt_gateway_prefix's, in common.sh
+GATEWAY_URL_NAME=LN_DATABASE_URL
 
 main() {
 	install_packages "${LN_GATEWAY_PACKAGES[@]}"

@@ -45,10 +45,20 @@ local conninfo = (io.read("*a") or ""):gsub("%s+$", "")
 local query = os.getenv("LN_QUERY") or ""
 
 -- keywords before dbname are defaults the conninfo may override; dbname is
--- expanded (expand_dbname 1): a URI or key=value string, as the gateway's
-local keywords = ffi.new("const char *[4]", { "connect_timeout", "fallback_application_name", "dbname", nil })
-local values = ffi.new("const char *[4]", { CONNECT_TIMEOUT, "lance_gateway.sh", conninfo, nil })
+-- expanded (expand_dbname 1): a URI or key=value string, as the gateway's.
+-- The arrays hold pointers into Lua strings: the tables keep those strings
+-- referenced (anchored) until the C call returns, as gateway/lance_db.lua's
+-- connect() does; the arrays' last element stays NULL.
+local names = { "connect_timeout", "fallback_application_name", "dbname" }
+local texts = { CONNECT_TIMEOUT, "lance_gateway.sh", conninfo }
+local keywords = ffi.new("const char *[?]", #names + 1)
+local values = ffi.new("const char *[?]", #names + 1)
+for i = 1, #names do
+	keywords[i - 1], values[i - 1] = names[i], texts[i]
+end
 local conn = pq.PQconnectdbParams(keywords, values, 1)
+-- the strings stay referenced up to here
+names, texts = nil, nil
 if conn == nil then
 	os.exit(EXIT_NO_CONNECTION)
 end

@@ -78,14 +78,21 @@ ensure_cluster() {
 	elif [[ -d "$PGDATA_DIR" && -n "$(ls -A "$PGDATA_DIR")" ]]; then
 		die "$PGDATA_DIR exists, is not empty and is not a cluster; move it away"
 	else
-		# LN_DATA itself stays owned by the caller but must be traversable
-		# by postgres to reach pgdata/, run/ and tables/, and by the
-		# gateway's OS user to reach run/ and gateway/: a folder closed to
-		# them (a clone in /root) would make initdb fail with a bare
-		# "Permission denied".  An existing LN_DATA keeps its mode.
-		ensure_data_dir "$LN_DATA" /var/lib/lance_namespace postgres "$LN_GATEWAY_USER"
 		init_cluster "$PGDATA_DIR" run
 	fi
+}
+
+# LN_DATA itself stays owned by the caller but must be traversable by
+# postgres to reach pgdata/, run/ and tables/, and by the gateway's OS user
+# to reach run/ and gateway/: a folder closed to them (a clone in /root)
+# would make initdb fail with a bare "Permission denied", or leave a
+# cluster whose gateway cannot reach it.  Checked on every run, before
+# anything changes: ensure_auth below takes the socket from the OS user
+# postgres, which an earlier version's gateway ran as, and hands it to
+# lance_gateway, which must then be able to get there.  An existing
+# LN_DATA keeps its mode.
+ensure_reachable() {
+	ensure_data_dir "$LN_DATA" /var/lib/lance_namespace postgres "$LN_GATEWAY_USER"
 }
 
 # Every connection authenticates (LN_RUN_HBA in common.sh): peer over the
@@ -111,10 +118,25 @@ ensure_auth() {
 	if ((changed)) && cluster_running "$PGDATA_DIR"; then
 		as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
 	fi
+	check_ident_map
 	if [[ -d "$SOCKET_DIR" ]]; then
 		chown "postgres:$LN_GATEWAY_USER" "$SOCKET_DIR"
 		chmod "$LN_RUN_SOCKET_MODE" "$SOCKET_DIR"
 	fi
+}
+
+# check_ident_map: warn when the socket's peer rule maps OS users through a
+# map (pg_hba.conf: map=<name>) that pg_ident.conf, changed by hand, gives
+# no "lance_gateway lance_gateway" line: the gateway could not log in.
+check_ident_map() {
+	local hba="$PGDATA_DIR/pg_hba.conf" ident="$PGDATA_DIR/pg_ident.conf" map
+	while read -r map; do
+		[[ -n "$map" ]] || continue
+		awk -v map="$map" -v user="$LN_GATEWAY_USER" -v role="$LN_GATEWAY_ROLE" \
+			'$1 == map && $2 == user && $3 == role { found = 1 } END { exit !found }' "$ident" 2>/dev/null ||
+			say "warning: pg_ident.conf (changed by hand, so left as it is) has no line \"$map $LN_GATEWAY_USER $LN_GATEWAY_ROLE\" for the map pg_hba.conf's socket rule uses: the gateway (OS user $LN_GATEWAY_USER) cannot log in as $LN_GATEWAY_ROLE; add that line and reload"
+	done < <(awk '$1 == "local" && $0 ~ /[[:space:]]peer([[:space:]]|$)/ {
+		for (i = 1; i <= NF; i++) if ($i ~ /^map=/) print substr($i, 5) }' "$hba" 2>/dev/null | sort -u)
 }
 
 # The background worker (removing dropped tables' data, sweeping crash
@@ -245,6 +267,7 @@ EOF
 main() {
 	install_deps
 	ensure_gateway_user
+	ensure_reachable
 	build_and_install
 	ensure_cluster
 	ensure_auth

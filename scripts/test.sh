@@ -39,6 +39,8 @@ FAILED=0
 FAILURES=()
 TMP_DIR=""
 PGDATA_DIR=""
+# the gateway folder whose access log the Node tests read (run_node_tests)
+NODE_LOG_GATEWAY=""
 
 # ---------------------------------------------------------------------------
 # Teardown and summary, on every exit path (success, failed step, Ctrl-C).
@@ -46,6 +48,7 @@ PGDATA_DIR=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	close_node_log
 	if [[ -n "${GATEWAY_PREFIX:-}" ]]; then
 		stop_gateway "$GATEWAY_PREFIX" || say "warning: could not stop the test gateway"
 	fi
@@ -231,7 +234,7 @@ run_group_tests() {
 GATEWAY_PREFIX=""
 
 install_node() {
-	command -v node >/dev/null && command -v npm >/dev/null && return 0
+	command -v node >/dev/null && command -v npm >/dev/null && command -v setfacl >/dev/null && return 0
 	say "installing ${LN_TEST_PACKAGES[*]}"
 	apt_install "${LN_TEST_PACKAGES[@]}" || die "could not install ${LN_TEST_PACKAGES[*]}"
 }
@@ -281,19 +284,31 @@ SQL
 		say "running Node tests"
 	fi
 
-	# the tests, run as postgres, read the gateway's access log: its folder,
-	# the gateway's OS user's alone, lets others pass for their time
-	chmod 711 "$gateway"
-	as_gateway chmod 644 "$gateway/access.log"
+	# the tests, run as postgres, read the gateway's access log: for their
+	# time, its folder (the gateway's OS user's alone) lets the OS user
+	# postgres pass and that file lets it read, by ACL; no mode widens to
+	# every user.  cleanup takes the entries away on every exit.
+	NODE_LOG_GATEWAY="$gateway"
+	as_gateway setfacl -m u:postgres:x "$gateway"
+	as_gateway setfacl -m u:postgres:r "$gateway/access.log"
 	# the key goes through the environment, not a command line
 	LANCE_API_KEY="$key" as_postgres env LANCE_URI="http://127.0.0.1:$port" LANCE_DATA_ROOT="$root" \
 		LANCE_GATEWAY_LOG="$gateway/access.log" \
 		LANCE_PSQL_ARGS="-h $pghost -p $pgport -U postgres $db" PATH="$PG_BIN:$PATH" \
 		node --test --test-reporter=tap --test-concurrency=1 "$tests"/*.test.mjs \
 		2>&1 | tee "$log" || rc=$?
-	chmod 700 "$gateway"
+	close_node_log
 	count_node "$log" "$rc"
 	((rc == 0)) || say "Node tests failed; gateway log: $(tail -n 20 "$gateway/error.log" 2>/dev/null)"
+}
+
+# close_node_log: take away the ACL entries run_node_tests gave the OS user
+# postgres on the gateway's folder and access log.
+close_node_log() {
+	[[ -n "${NODE_LOG_GATEWAY:-}" ]] || return 0
+	as_gateway setfacl -x u:postgres "$NODE_LOG_GATEWAY" "$NODE_LOG_GATEWAY/access.log" 2>/dev/null ||
+		say "warning: could not take the OS user postgres's access away from $NODE_LOG_GATEWAY (setfacl -x u:postgres)"
+	NODE_LOG_GATEWAY=""
 }
 
 # count_node <log> <rc>: add a node --test TAP log's counts to PASSED/FAILED.

@@ -186,6 +186,22 @@ runuser -u postgres -- nginx -q -p "$DATA/gateway" -c "$DATA/gateway/nginx.conf"
 	fail "nginx starts as postgres" "$(tail -n 3 "$DATA/gateway/error.log")"
 check "(as an older run.sh ran it) nginx runs as postgres, and answers" "postgres / postgres  200" \
 	"$(nginx_users) $(status "$KEY" /v1/namespace/%24/list)"
+# An LN_DATA the OS user lance_gateway cannot pass through (postgres can,
+# by its group): run.sh stops before it changes anything, so that the
+# older gateway (postgres's, mapped to lance_gateway) still logs in.
+chgrp postgres "$DATA"
+chmod 710 "$DATA"
+if run_catalog >"$WORK/run2closed.log" 2>&1; then
+	fail "run.sh stops at an LN_DATA the OS user lance_gateway cannot pass through" "$(tail -n 5 "$WORK/run2closed.log")"
+elif grep -q "the OS user lance_gateway cannot pass through $DATA" "$WORK/run2closed.log"; then
+	pass "run.sh stops at an LN_DATA the OS user lance_gateway cannot pass through, and says why"
+else
+	fail "run.sh stops at an LN_DATA the OS user lance_gateway cannot pass through, and says why" "$(tail -n 5 "$WORK/run2closed.log")"
+fi
+check "before that, it changed nothing: pg_ident.conf still maps postgres to lance_gateway" "$LN_RUN_IDENT_POSTGRES_GATEWAY" \
+	"$(cat "$DATA/pgdata/pg_ident.conf")"
+chgrp root "$DATA"
+chmod 711 "$DATA"
 if run_catalog >"$WORK/run2c.log" 2>&1; then pass "scripts/run.sh over them"; else fail "scripts/run.sh over them" "$(tail -n 20 "$WORK/run2c.log")"; fi
 if grep -q "replacing pg_ident.conf, which lets the OS user postgres log in as lance_gateway" "$WORK/run2c.log"; then
 	pass "run.sh says it replaces that pg_ident.conf"
@@ -201,6 +217,37 @@ check "the key works through the restarted gateway" 200 "$(status "$KEY" /v1/nam
 check_auth "a cluster whose gateway ran as postgres"
 check "nothing in the gateway's folder is postgres's any more" "" \
 	"$(find "$DATA/gateway" -user postgres | head -n 3)"
+
+# A pid file that outlived its nginx (a crash) in a gateway folder of
+# postgres's (an older run.sh's), its pid now the postmaster's: run.sh
+# starts the gateway and signals nothing (no QUIT to the postmaster).
+stop_gateway "$DATA/gateway" >/dev/null
+for _ in $(seq 100); do gateway_running "$DATA/gateway" || break; sleep 0.1; done
+chown -R postgres:postgres "$DATA/gateway"
+head -n 1 "$DATA/pgdata/postmaster.pid" | runuser -u postgres -- tee "$DATA/gateway/nginx.pid" >/dev/null
+STARTED="$(started_at)"
+if run_catalog >"$WORK/run2stale.log" 2>&1 && grep -q "starting gateway" "$WORK/run2stale.log"; then
+	pass "run.sh over a stale nginx.pid holding the postmaster's pid starts the gateway"
+else
+	fail "run.sh over a stale nginx.pid holding the postmaster's pid starts the gateway" "$(tail -n 5 "$WORK/run2stale.log")"
+fi
+check "the postmaster is untouched" "$STARTED" "$(started_at 2>&1)"
+check "the key works through that gateway" 200 "$(status "$KEY" /v1/namespace/%24/list)"
+
+# A pg_ident.conf changed by hand is left as it is; when its map lacks the
+# gateway's line, run.sh says so
+printf '%s\n' '# mine' 'lance_namespace   postgres         postgres' 'lance_namespace   root             postgres' \
+	>"$DATA/pgdata/pg_ident.conf"
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$DATA/pgdata" reload >/dev/null
+run_catalog >"$WORK/run2ident.log" 2>&1 || fail "run.sh with a pg_ident.conf changed by hand" "$(tail -n 5 "$WORK/run2ident.log")"
+if grep -q 'warning: pg_ident.conf (changed by hand, so left as it is) has no line "lance_namespace lance_gateway lance_gateway"' "$WORK/run2ident.log"; then
+	pass "run.sh warns that a pg_ident.conf changed by hand lets the gateway not log in"
+else
+	fail "run.sh warns that a pg_ident.conf changed by hand lets the gateway not log in" "$(tail -n 5 "$WORK/run2ident.log")"
+fi
+check "and leaves it as it is" "# mine" "$(head -n 1 "$DATA/pgdata/pg_ident.conf")"
+write_run_ident "$DATA/pgdata"
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$DATA/pgdata" reload >/dev/null
 
 "$PG_BIN/psql" -X -q -At -h "$DATA/run" -p "$PORT" -U postgres -d lance \
 	-c "SELECT lance_revoke_api_key('${KEY:0:16}')" >/dev/null

@@ -116,7 +116,8 @@ as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
 # gateway_sh <name> [VAR=value...]: scripts/gateway.sh with LN_DATA=WORK/<name>
 # and those settings, exported in a subshell (so on no command line); its
 # output in WORK/<name>.log.  With TRACE=<file> in the environment, under
-# strace, which writes there every program started and its arguments.
+# strace, which writes there every program started and its arguments (and,
+# with TRACE_ENV=1, its environment).
 gateway_sh() {
 	local name="$1"
 	shift
@@ -125,7 +126,9 @@ gateway_sh() {
 		export LN_DATA="$WORK/$name"
 		for assignment in "$@"; do export "${assignment?}"; done
 		if [[ -n "${TRACE:-}" ]]; then
-			exec strace -f -qq -s 100000 -e trace=execve -o "$TRACE" bash "$ROOT/scripts/gateway.sh"
+			verbose=()
+			[[ "${TRACE_ENV:-}" == 1 ]] && verbose=(-v)
+			exec strace -f -qq "${verbose[@]}" -s 100000 -e trace=execve -o "$TRACE" bash "$ROOT/scripts/gateway.sh"
 		fi
 		exec bash "$ROOT/scripts/gateway.sh"
 	) >"$WORK/$name.log" 2>&1
@@ -171,16 +174,35 @@ free="$(sql -c "SELECT current_setting('max_connections')::int - current_setting
 total=$((free / 4 < 2 ? 2 : free / 4 > 64 ? 64 : free / 4))
 workers="$(nproc)"
 ((workers <= total)) || workers="$total"
-if gateway_sh kv LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$KV_URL" && ! grep -q warning "$WORK/kv.log"; then
+# Traced with the environments of the programs started: what the operator
+# exported (here LN_TEST_SECRET, as PGPASSWORD or a cloud key would be)
+# reaches no program the OS user lance_gateway runs (the database checks'
+# luajit, nginx), whose environments its processes keep.
+# strace follows nginx too, so it ends once the gateway is stopped.
+TRACE="$WORK/kv.strace" TRACE_ENV=1 gateway_sh kv LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$KV_URL" \
+	LN_TEST_SECRET=exported-marker &
+kv_traced=$!
+wait_for 300 answers 200 alone_status "$P5" || true
+check "it answers" 200 "$(alone_status "$P5")"
+LN_DATA="$WORK/kv" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+kv_status=0
+wait "$kv_traced" || kv_status=$?
+if ((kv_status == 0)) && ! grep -q warning "$WORK/kv.log"; then
 	pass "gateway.sh with a key=value URL"
 else
 	fail "gateway.sh with a key=value URL" "$(cat "$WORK/kv.log")"
 fi
-check "it answers" 200 "$(alone_status "$P5")"
+gateway_programs="$(grep -E 'execve\("[^"]*/(luajit|nginx)"' "$WORK/kv.strace" || true)"
+if [[ "$(grep -c '' <<<"$gateway_programs")" -ge 2 && "$gateway_programs" == *nginx* && "$gateway_programs" == *luajit* &&
+	"$gateway_programs" != *exported-marker* && "$gateway_programs" != *LN_DATABASE_URL* ]]; then
+	pass "the gateway's programs (luajit, nginx) start without the operator's environment"
+else
+	fail "the gateway's programs (luajit, nginx) start without the operator's environment" \
+		"$(grep -o -E 'execve\("[^"]*/(luajit|nginx)".{0,300}' <<<"$gateway_programs" | head -n 3)"
+fi
 check "its connections are what the server allows, a quarter" "$workers workers, $((total / workers)) database connections each" \
 	"$(grep -o '[0-9]* workers, [0-9]* database connections each' "$WORK/kv.log")"
-LN_DATA="$WORK/kv" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
-wait_for 100 answers 000 alone_status "$P5" || true
 
 # A database it cannot reach: a fixed warning, never libpq's message, which
 # may quote the URL (here a malformed one, and its password)
@@ -215,6 +237,72 @@ check "an LN_DATA of mode 711 keeps it, and the gateway there answers" "711 200"
 LN_DATA="$WORK/passable" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
 wait_for 100 answers 000 alone_status "$P5" || true
 
+# A pid file that outlived its nginx (a crash), its pid now another
+# process's (of the gateway's OS user, which could be signalled): gateway.sh
+# starts the gateway anew and leaves that process alone; stop.sh too.
+# (setpriv execs sleep in its own process: $! is the sleep's pid)
+setpriv --reuid=lance_gateway --regid=lance_gateway --clear-groups sleep 600 &
+STALE_PID=$!
+printf '%s\n' "$STALE_PID" | runuser -u lance_gateway -- tee "$WORK/passable/gateway/nginx.pid" >/dev/null
+if gateway_sh passable LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 &&
+	grep -q 'starting gateway' "$WORK/passable.log"; then
+	pass "gateway.sh over a stale nginx.pid naming another process starts the gateway"
+else
+	fail "gateway.sh over a stale nginx.pid naming another process starts the gateway" "$(tail -n 5 "$WORK/passable.log")"
+fi
+check "it answers" 200 "$(alone_status "$P5")"
+LN_DATA="$WORK/passable" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+wait_for 100 answers 000 alone_status "$P5" || true
+check "the process whose pid the stale file held is untouched" "S sleep" "$(ps -o state=,comm= -p "$STALE_PID" || true)"
+kill "$STALE_PID" 2>/dev/null || true
+wait "$STALE_PID" 2>/dev/null || true
+
+# The gateway's folder is handed over to lance_gateway only when an
+# earlier version made it (postgres's) or it is empty: another user's is
+# left as it is, and so is a link (root would hand over where it leads)
+mkdir -p "$WORK/foreign/gateway"
+touch "$WORK/foreign/gateway/theirs"
+chown -R nobody: "$WORK/foreign/gateway"
+if gateway_sh foreign LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
+	fail "gateway.sh stops at a gateway folder of another user's" "$(tail -n 3 "$WORK/foreign.log")"
+	LN_DATA="$WORK/foreign" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	wait_for 100 answers 000 alone_status "$P5" || true
+elif grep -q "error: the gateway's folder $WORK/foreign/gateway is the OS user nobody's" "$WORK/foreign.log"; then
+	pass "gateway.sh stops at a gateway folder of another user's, naming it"
+else
+	fail "gateway.sh stops at a gateway folder of another user's, naming it" "$(cat "$WORK/foreign.log")"
+fi
+check "that folder stays that user's" "nobody nobody" "$(stat -c %U "$WORK/foreign/gateway" "$WORK/foreign/gateway/theirs" | tr '\n' ' ' | sed 's/ $//')"
+mkdir -p "$WORK/linked" "$WORK/elsewhere"
+ln -s "$WORK/elsewhere" "$WORK/linked/gateway"
+if gateway_sh linked LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
+	fail "gateway.sh stops at a gateway folder that is a link" "$(tail -n 3 "$WORK/linked.log")"
+	LN_DATA="$WORK/linked" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	wait_for 100 answers 000 alone_status "$P5" || true
+elif grep -q "is a symbolic link" "$WORK/linked.log"; then
+	pass "gateway.sh stops at a gateway folder that is a link"
+else
+	fail "gateway.sh stops at a gateway folder that is a link" "$(cat "$WORK/linked.log")"
+fi
+check "where the link leads is left as it was" "root 0" "$(stat -c %U "$WORK/elsewhere") $(find "$WORK/elsewhere" -mindepth 1 | wc -l)"
+
+# The group lance_gateway may enter a run cluster's socket folder: while
+# another user (here nobody, for the time of one run) is in it, gateway.sh
+# stops, naming that user, before it makes anything
+gpasswd -a nobody lance_gateway >/dev/null
+gateway_sh grouped LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 && grouped=0 || grouped=$?
+gpasswd -d nobody lance_gateway >/dev/null
+if ((grouped == 0)); then
+	fail "gateway.sh stops while the group lance_gateway has another member" "$(tail -n 3 "$WORK/grouped.log")"
+	LN_DATA="$WORK/grouped" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	wait_for 100 answers 000 alone_status "$P5" || true
+elif grep -q "error: the group lance_gateway, which alone may enter the cluster's socket folder, has other members: nobody;" "$WORK/grouped.log" &&
+	[[ ! -e "$WORK/grouped" ]]; then
+	pass "gateway.sh stops while the group lance_gateway has another member, naming it, and makes nothing"
+else
+	fail "gateway.sh stops while the group lance_gateway has another member, naming it, and makes nothing" "$(cat "$WORK/grouped.log")"
+fi
+
 # What goes into nginx.conf is checked: a quote in LN_GATEWAY_HOSTS or
 # LN_GATEWAY_ORIGINS would end nginx's string and add directives of its own
 # (here lua_code_cache off); a line break, a brace, a $ (an nginx variable);
@@ -225,7 +313,8 @@ i=0
 for setting in 'LN_GATEWAY_HOSTS=x"; lua_code_cache off; set $lance_x "' \
 	'LN_GATEWAY_ORIGINS=https://app.example"; lua_code_cache off; set $lance_x "' \
 	$'LN_GATEWAY_HOSTS=catalog.example\n}' 'LN_GATEWAY_ORIGINS=https://${host}' \
-	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir"; do
+	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir" LN_REQUEST_TIMEOUT=86401 LN_GATEWAY_CONNECTIONS=10001 \
+	LN_READ_MAX_LAG=1e9 "LN_GATEWAY_HOSTS=$(printf 'a%.0s' {1..254})"; do
 	i=$((i + 1))
 	name="${setting%%=*}"
 	shown="$name='${setting#*=}'"
