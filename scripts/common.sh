@@ -183,7 +183,7 @@ as_postgres() {
 	if [[ "$(id -un)" == postgres ]]; then
 		(cd / && "$@")
 	elif [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u postgres -- "$@")
+		(cd / && runuser -u postgres -- setsid -w "$@")
 	else
 		die "must run as root (or as postgres) to manage the server"
 	fi
@@ -475,7 +475,7 @@ as_gateway() {
 	if [[ "$(id -un)" == "$LN_GATEWAY_USER" ]]; then
 		(cd / && env -i "${LN_GATEWAY_ENV[@]}" "$@")
 	elif [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u "$LN_GATEWAY_USER" -- env -i "${LN_GATEWAY_ENV[@]}" "$@")
+		(cd / && runuser -u "$LN_GATEWAY_USER" -- setsid -w env -i "${LN_GATEWAY_ENV[@]}" "$@")
 	else
 		die "must run as root to manage the gateway"
 	fi

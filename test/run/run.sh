@@ -281,6 +281,19 @@ check "without LN_ROOT the root is the tables folder again" "$DATA/tables" "$(ro
 if LN_DATA="$DATA" bash "$ROOT/scripts/stop.sh" >"$WORK/stop.log" 2>&1; then pass "scripts/stop.sh"; else fail "scripts/stop.sh" "$(cat "$WORK/stop.log")"; fi
 check "nothing answers on the gateway's port once stopped" 000 "$(status "$NEW" /v1/namespace/%24/list || true)"
 
+# A program the scripts run as lance_gateway or postgres, started from
+# root's terminal, has no controlling terminal (setsid): it cannot push
+# keystrokes into root's shell (the TIOCSTI ioctl).  script(1) gives the
+# scripts a terminal; field 7 of /proc/<pid>/stat is the process's
+# controlling terminal (0: none).
+tty_as() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	script -qec "bash -c 'source \"\$1\"; $1 cat /proc/self/stat' _ $ROOT/scripts/common.sh" /dev/null |
+		tr -d '\r' | awk '{ print $7 }'
+}
+check "a program run as lance_gateway from root's terminal has no controlling terminal" 0 "$(tty_as as_gateway)"
+check "a program run as postgres from root's terminal has no controlling terminal" 0 "$(tty_as as_postgres)"
+
 echo
 say "run test: $CHECKS checks, $FAILS failed, $((SECONDS - START)) s"
 ((FAILS == 0))
