@@ -120,10 +120,26 @@ local function usable_schema(name)
 	return name
 end
 
--- One look-up of the schema, on the primary alone (a standby may lag
--- behind a DROP and CREATE EXTENSION): the schema, or nil, outcome, detail.
+-- One look-up of the schema, on the primary; on a standby only when the
+-- primary gives no answer (down, every connection busy), so that reads go
+-- on during a primary's outage.  A standby may not have replayed a DROP
+-- and CREATE EXTENSION yet: its answer is safe all the same, since every
+-- lance_rest call carries GUARD (a call on the primary that finds the
+-- extension elsewhere runs nothing, and the worker looks it up again).
+-- The schema, or nil, outcome, detail.
 local function look_up(deadline, no_wait)
 	local rows, outcome, detail = primary:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+	if not rows and outcome ~= "error" then
+		for _, s in ipairs(standbys) do
+			if s.up and s.in_recovery then
+				local found = s.pool:call(SCHEMA_SQL, {}, deadline, nil, no_wait)
+				if found then
+					rows = found
+					break
+				end
+			end
+		end
+	end
 	if rows and rows[1] and type(rows[1][1]) == "string" then
 		return usable_schema(rows[1][1])
 	elseif rows then

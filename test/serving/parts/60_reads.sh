@@ -21,7 +21,9 @@
 #   lag       a gateway with LN_READ_MAX_LAG=1 skips the paused standby once
 #             it lags more than 1 s (the same read turns 200), and a standby
 #             cut off from its primary once the primary has moved on
-#   down      with the standby stopped, reads still succeed
+#   down      with the standby stopped, reads still succeed; with the
+#             primary stopped before a gateway's first request, its reads
+#             are served by the standby (the schema looked up there)
 # shellcheck source=test/serving/replication.sh
 source "$SERVING_DIR/replication.sh"
 
@@ -47,6 +49,19 @@ r60() {
 }
 # r60_describe <key> <namespace under ns>: DescribeNamespace's status.
 r60_describe() { r60 "$1" POST "/v1/namespace/ns%24$2/describe"; }
+
+# The primary down before a gateway's first request: its workers learn the
+# extension's schema from the standby, and reads are served there (the
+# first may come before a check has found the standby up: a bounded number
+# of tries, 0.1 s apart).
+repl_stop "$PGDATA_DIR" fast
+gw_up primary_down LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=60 || return 0
+for _ in $(seq 100); do [[ "$(r60 "$R60_OTHER" GET /v1/namespace/ns/list)" == 200 ]] && break; sleep 0.1; done
+check "the primary down from the gateway's start: reads are served by the standby, 5 in a row" \
+	"200 200 200 200 200" "$(for _ in 1 2 3 4 5; do r60 "$R60_OTHER" GET /v1/namespace/ns/list; echo; done | tr '\n' ' ' | sed 's/ $//')"
+gw_down
+repl_start "$PGDATA_DIR" "$PORT" "$SOCK"
+repl_wait_streaming "$SOCK" "$PORT" serving_s60
 
 gw_up reads LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=60 || return 0
 R60_GW="$GW" R60_GW_PREFIX="$GW_PREFIX"
