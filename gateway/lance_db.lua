@@ -740,6 +740,11 @@ function M.new_pool(opts)
 	return pool
 end
 
+-- (a light thread of Pool:call: sleeps ms milliseconds)
+local function keep_worker(ms)
+	ngx.sleep(ms / 1000)
+end
+
 -- pool:call(template, params, deadline, app_name, no_wait): run the query
 -- text template (with $1.. for params, false for NULL) before deadline
 -- (ngx.now() seconds), with application_name app_name for its transaction
@@ -766,9 +771,16 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 	local name = "lance_db_" .. ngx.md5(template)
 	local record = slot.record
 	record.phase = PHASE_WAITING
+	-- A worker told to stop (nginx -s reload or quit) exits as soon as no
+	-- timer of its own is pending, and a call in a thread holds none: it
+	-- would exit under the call, the request unanswered (an empty reply; a
+	-- commit's outcome unknown to its client).  A light thread asleep for
+	-- the call's longest time holds one until the call is back.
+	local keeper = ngx.thread.spawn(keep_worker, timeout_ms + GRACE_MS + self.connect_timeout * 1000)
 	local tok, outcome, value, prepared, pooler = ngx.run_worker_thread(self.thread_pool, "lance_db",
 		"thread_call", slot.address, self.conninfo, self.connect_timeout, name, template, params, timeout_ms,
 		self.prepare and slot.prepared, app_name or false)
+	ngx.thread.kill(keeper)
 	if not tok and record.phase == PHASE_WAITING then
 		-- thread_call did not begin (no VM, no memory, or an error before
 		-- it touched the slot): the slot is as it was, nothing was sent

@@ -37,6 +37,8 @@
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again
+#   45_reload       a commit in flight while the gateway reloads is answered
+#                   by its old worker, which exits then
 #   50_access_log   the access log has each request's real duration and end
 #   55_metrics      GET /metrics with every connection busy (a key authorized
 #                   a moment ago: 200 at once; one never authorized: 503),
