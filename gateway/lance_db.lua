@@ -392,6 +392,31 @@ local function send_queued(conn, until_ms)
 	end
 end
 
+-- send_call(conn, deadline_ms): nothing once the call's queued messages
+-- are sent whole; else "not_sent", message (its end never left: see
+-- send_queued).
+local function send_call(conn, deadline_ms)
+	local sending, err = send_queued(conn, deadline_ms)
+	if sending == "held" then
+		return "not_sent", "the database took no more of the call before the request's deadline"
+	elseif sending == "unsent" then
+		return "not_sent", "the connection broke while sending: " .. err
+	end
+end
+
+-- await_result(conn, hard_deadline_ms): nothing once a result can be read
+-- without waiting; else "unknown", message (the call was sent).
+local function await_result(conn, hard_deadline_ms)
+	while pq.PQisBusy(conn) == 1 do
+		if not wait_socket(conn, POLLIN, hard_deadline_ms) then
+			return "unknown", "no answer from the database past the request's deadline"
+		end
+		if pq.PQconsumeInput(conn) == 0 then
+			return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
+		end
+	end
+end
+
 -- The call as one query text (through a pooler): sent until the deadline,
 -- then every result read until the deadline and its grace.  Answers "ok",
 -- rows; "error", e; "not_sent", message (the text's end never left: the
@@ -405,21 +430,15 @@ local function run_query(slot, text, deadline_ms, hard_deadline_ms)
 	if pq.PQsendQuery(conn, text) ~= 1 then
 		return "not_sent", conn_error(conn)
 	end
-	local sending, err = send_queued(conn, deadline_ms)
-	if sending == "held" then
-		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "unsent" then
-		return "not_sent", "the connection broke while sending: " .. err
+	local unsent, why = send_call(conn, deadline_ms)
+	if unsent then
+		return unsent, why
 	end
 	local rows, failure = {}, nil
 	while true do
-		while pq.PQisBusy(conn) == 1 do
-			if not wait_socket(conn, POLLIN, hard_deadline_ms) then
-				return "unknown", "no answer from the database past the request's deadline"
-			end
-			if pq.PQconsumeInput(conn) == 0 then
-				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
-			end
+		local unknown, why = await_result(conn, hard_deadline_ms)
+		if unknown then
+			return unknown, why
 		end
 		local res = next_result(conn)
 		if res == nil then
@@ -508,21 +527,15 @@ local function run_pipeline(slot, name, template, params, left_ms, prepared, dea
 	if pq.PQpipelineSync(conn) ~= 1 then
 		return "not_sent", "the connection broke while sending: " .. conn_error(conn)
 	end
-	local sending, err = send_queued(conn, deadline_ms)
-	if sending == "held" then
-		return "not_sent", "the database took no more of the call before the request's deadline"
-	elseif sending == "unsent" then
-		return "not_sent", "the connection broke while sending: " .. err
+	local unsent, why = send_call(conn, deadline_ms)
+	if unsent then
+		return unsent, why
 	end
 	local rows, failure, step = {}, nil, 1
 	while true do
-		while pq.PQisBusy(conn) == 1 do
-			if not wait_socket(conn, POLLIN, hard_deadline_ms) then
-				return "unknown", "no answer from the database past the request's deadline"
-			end
-			if pq.PQconsumeInput(conn) == 0 then
-				return "unknown", "the connection broke while the database worked: " .. conn_error(conn)
-			end
+		local unknown, why = await_result(conn, hard_deadline_ms)
+		if unknown then
+			return unknown, why
 		end
 		local res = next_result(conn)
 		if res == nil then
