@@ -53,10 +53,11 @@ r60_describe() { r60 "$1" POST "/v1/namespace/ns%24$2/describe"; }
 # The primary down before a gateway's first request: its workers learn the
 # extension's schema from the standby, and reads are served there (the
 # first may come before a check has found the standby up: a bounded number
-# of tries, 0.1 s apart).
+# of tries, 0.1 s apart, as wait_for's elsewhere: the checks come every
+# 0.5 s, the margin is for a loaded machine).
 repl_stop "$PGDATA_DIR" fast
 gw_up primary_down LN_DATABASE_READ_URL="$R60_READ_URL" LN_READ_MAX_LAG=60 || return 0
-for _ in $(seq 100); do [[ "$(r60 "$R60_OTHER" GET /v1/namespace/ns/list)" == 200 ]] && break; sleep 0.1; done
+for _ in $(seq 300); do [[ "$(r60 "$R60_OTHER" GET /v1/namespace/ns/list)" == 200 ]] && break; sleep 0.1; done
 check "the primary down from the gateway's start: reads are served by the standby, 5 in a row" \
 	"200 200 200 200 200" "$(for _ in 1 2 3 4 5; do r60 "$R60_OTHER" GET /v1/namespace/ns/list; echo; done | tr '\n' ' ' | sed 's/ $//')"
 gw_down
