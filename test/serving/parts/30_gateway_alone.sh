@@ -133,6 +133,23 @@ gateway_sh() {
 		exec bash "$ROOT/scripts/gateway.sh"
 	) >"$WORK/$name.log" 2>&1
 }
+
+# gateway_sh_refuses <name> <check> <message> [VAR=value...]: gateway.sh with
+# LN_DATA=WORK/<name> (and the settings of this part's other runs) stops,
+# its output holding <message>; a gateway it started anyway is stopped.
+gateway_sh_refuses() {
+	local name="$1" what="$2" message="$3"
+	shift 3
+	if gateway_sh "$name" LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 "$@"; then
+		fail "$what" "started: $(tail -n 3 "$WORK/$name.log")"
+		LN_DATA="$WORK/$name" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+		wait_for 100 answers 000 alone_status "$P5" || true
+	elif grep -qF -- "$message" "$WORK/$name.log"; then
+		pass "$what"
+	else
+		fail "$what" "$(cat "$WORK/$name.log")"
+	fi
+}
 # status_as <port> <header...>: the status of a listing with the key and those headers
 status_as() {
 	local gw_port="$1" args=() header
@@ -219,15 +236,8 @@ fi
 # stays 711 and serves.
 mkdir -m 700 "$WORK/closed"
 touch "$WORK/closed/private"
-if gateway_sh closed LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
-	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through" "$(cat "$WORK/closed.log")"
-	LN_DATA="$WORK/closed" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
-	wait_for 100 answers 000 alone_status "$P5" || true
-elif grep -q "the OS user lance_gateway cannot pass through $WORK/closed" "$WORK/closed.log"; then
-	pass "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why"
-else
-	fail "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why" "$(cat "$WORK/closed.log")"
-fi
+gateway_sh_refuses closed "gateway.sh stops at an LN_DATA the gateway's OS user cannot pass through, and says why" \
+	"the OS user lance_gateway cannot pass through $WORK/closed"
 check "that LN_DATA keeps its mode, and nothing is made there" "700 private" "$(stat -c %a "$WORK/closed") $(ls "$WORK/closed")"
 mkdir -m 711 "$WORK/passable"
 gateway_sh passable LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4 ||
@@ -263,27 +273,13 @@ wait "$STALE_PID" 2>/dev/null || true
 mkdir -p "$WORK/foreign/gateway"
 touch "$WORK/foreign/gateway/theirs"
 chown -R nobody: "$WORK/foreign/gateway"
-if gateway_sh foreign LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
-	fail "gateway.sh stops at a gateway folder of another user's" "$(tail -n 3 "$WORK/foreign.log")"
-	LN_DATA="$WORK/foreign" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
-	wait_for 100 answers 000 alone_status "$P5" || true
-elif grep -q "error: the gateway's folder $WORK/foreign/gateway is the OS user nobody's" "$WORK/foreign.log"; then
-	pass "gateway.sh stops at a gateway folder of another user's, naming it"
-else
-	fail "gateway.sh stops at a gateway folder of another user's, naming it" "$(cat "$WORK/foreign.log")"
-fi
+gateway_sh_refuses foreign "gateway.sh stops at a gateway folder of another user's, naming it" \
+	"error: the gateway's folder $WORK/foreign/gateway is the OS user nobody's"
 check "that folder stays that user's" "nobody nobody" "$(stat -c %U "$WORK/foreign/gateway" "$WORK/foreign/gateway/theirs" | tr '\n' ' ' | sed 's/ $//')"
 mkdir -p "$WORK/linked" "$WORK/elsewhere"
 ln -s "$WORK/elsewhere" "$WORK/linked/gateway"
-if gateway_sh linked LN_GATEWAY_PORT="$P5" LN_DATABASE_URL="$ALONE_URL" LN_GATEWAY_CONNECTIONS=4; then
-	fail "gateway.sh stops at a gateway folder that is a link" "$(tail -n 3 "$WORK/linked.log")"
-	LN_DATA="$WORK/linked" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
-	wait_for 100 answers 000 alone_status "$P5" || true
-elif grep -q "is a symbolic link" "$WORK/linked.log"; then
-	pass "gateway.sh stops at a gateway folder that is a link"
-else
-	fail "gateway.sh stops at a gateway folder that is a link" "$(cat "$WORK/linked.log")"
-fi
+gateway_sh_refuses linked "gateway.sh stops at a gateway folder that is a link" \
+	"is a symbolic link"
 check "where the link leads is left as it was" "root 0" "$(stat -c %U "$WORK/elsewhere") $(find "$WORK/elsewhere" -mindepth 1 | wc -l)"
 
 # The group lance_gateway may enter a run cluster's socket folder: while
