@@ -326,13 +326,24 @@ count_node() {
 }
 
 # note_failures <part> <log> <pattern> <rc>: add the log's lines matching
-# <pattern> to FAILURES, or one line for the part if it failed without any.
+# <pattern> to FAILURES, each with the first lines of what the test showed
+# under it (lib.sh's fail indents them): CI may show only the end of a long
+# log, and a failure seen once must say why there.  One line for the part
+# if it failed without any.
+FAILURE_DETAIL_LINES=25
 note_failures() {
 	local part="$1" log="$2" pattern="$3" rc="$4" line found=0
 	while IFS= read -r line; do
-		FAILURES+=("$part: ${line#"${line%%[![:space:]]*}"}")
-		found=1
-	done < <(grep -E -- "$pattern" "$log" 2>/dev/null | cut -c1-200)
+		if [[ "$line" == " "* ]]; then
+			FAILURES+=("$line")
+		else
+			FAILURES+=("$part: $line")
+			found=1
+		fi
+	done < <(awk -v pattern="$pattern" -v most="$FAILURE_DETAIL_LINES" '
+		$0 ~ pattern { sub(/^[[:space:]]+/, ""); print substr($0, 1, 200); on = 1; shown = 0; next }
+		on && /^          / && shown < most { print "  " substr($0, 11, 200); shown++; next }
+		{ on = 0 }' "$log" 2>/dev/null)
 	if ((rc != 0 && found == 0)); then
 		FAILURES+=("$part: failed (see its output above)")
 	fi
@@ -429,7 +440,8 @@ run_release() {
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
 	while IFS= read -r line; do
-		FAILURES+=("$part: $line")
+		# a failure's detail lines (indented) follow it as they are
+		if [[ "$line" == " "* ]]; then FAILURES+=("$line"); else FAILURES+=("$part: $line"); fi
 	done < <(awk '/^what failed:$/ { on = 1; next } on && /^  / { print substr($0, 3); next } { on = 0 }' "$log")
 	if ((rc != 0)) && [[ -z "$summary" ]]; then
 		FAILURES+=("$part: failed (see its output above)")
