@@ -240,22 +240,59 @@ check_socket_dir() {
 		die "socket directory path too long for a Unix socket (${#dir} > $LN_SOCKET_DIR_MAX chars): $dir"
 }
 
-# True when something accepts TCP connections on 127.0.0.1:<port>.  Uses
-# bash's /dev/tcp so no extra tool (ss, netstat, nc) is needed.
+# tcp_table: print "<state> <local address> <local port>" for every TCP
+# socket of this machine's network, as the kernel writes them in
+# /proc/net/tcp and tcp6 (hexadecimal; state 0A listens, 06 is TIME_WAIT);
+# false when /proc/net/tcp cannot be read.
+tcp_table() {
+	local -a tables=(/proc/net/tcp)
+	[[ -r /proc/net/tcp ]] || return 1
+	[[ -r /proc/net/tcp6 ]] && tables+=(/proc/net/tcp6)
+	awk 'FNR > 1 { split($2, local_address, ":"); print $4, local_address[1], local_address[2] }' "${tables[@]}"
+}
+
+# True when something accepts TCP connections on 127.0.0.1:<port>: a socket
+# listens there (127.0.0.1, 0.0.0.0, :: or ::ffff:127.0.0.1).  Read from
+# tcp_table, not tried with a connection: a connection to a port nothing
+# listens on may get that very port as its own (the kernel gives clients
+# ports from 32768 on, where the tests' ports lie) and connect to itself,
+# which says "in use" and then keeps the port from every server for 60 s.
+# Where /proc cannot be read, bash's /dev/tcp tries (no ss, netstat or nc
+# needed).
 port_in_use() {
-	local port="$1"
+	local port="$1" table hex
+	printf -v hex '%04X' "$port"
+	if table="$(tcp_table)"; then
+		awk -v port="$hex" '$1 == "0A" && $3 == port &&
+			($2 == "0100007F" || $2 ~ /^0+$/ || $2 == "0000000000000000FFFF00000100007F") { found = 1 }
+			END { exit !found }' <<<"$table"
+		return
+	fi
 	timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
 }
 
-# Print the first free port at or above <start>, trying <count> ports.
+# Print the first free port at or above <start>, trying <count> ports: one
+# no socket of this machine holds in any state (tcp_table), or, where that
+# cannot be read, one nothing answers on (port_in_use).  A port a client's
+# connection holds, even closed a moment ago (TIME_WAIT, 60 s), cannot be
+# listened on, SO_REUSEADDR or not, though nothing answers there; a test
+# suite's hundreds of loopback connections leave such ports behind.
 find_free_port() {
-	local port="${1:-54329}" count="${2:-100}" i
+	local port="${1:-54329}" count="${2:-100}" i held
 	[[ "$port" =~ ^[0-9]+$ ]] || die "port must be a number, got '$port'"
+	if held="$(tcp_table)"; then
+		held=" $(awk '{ print $3 }' <<<"$held" | sort -u | tr '\n' ' ')"
+	else
+		held=""
+	fi
 	for ((i = 0; i < count; i++, port++)); do
-		if ! port_in_use "$port"; then
-			printf '%s\n' "$port"
-			return 0
+		if [[ -n "$held" ]]; then
+			[[ "$held" == *" $(printf '%04X' "$port") "* ]] && continue
+		elif port_in_use "$port"; then
+			continue
 		fi
+		printf '%s\n' "$port"
+		return 0
 	done
 	die "no free TCP port in $1..$((port - 1))"
 }
@@ -858,8 +895,10 @@ start_gateway_url() {
 		die "port $port on 127.0.0.1 is already in use; set another"
 	fi
 	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
-	as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" ||
+	as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || {
+		tail -n 20 "$prefix/error.log" >&2 || true
 		die "gateway failed to start; see $prefix/error.log"
+	}
 	# port_in_use tries 127.0.0.1, which another address does not answer:
 	# there, a running master is all that can be seen from here
 	for ((i = 0; i < 50; i++)); do
@@ -870,6 +909,7 @@ start_gateway_url() {
 		fi
 		sleep 0.1
 	done
+	tail -n 20 "$prefix/error.log" >&2 || true
 	die "gateway does not listen on $address:$port; see $prefix/error.log"
 }
 

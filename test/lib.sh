@@ -19,8 +19,11 @@ fail() {
 	FAILS=$((FAILS + 1))
 	printf '  FAIL  %s\n' "$1"
 	shift
-	local line
-	for line in "$@"; do printf '          %s\n' "${line:0:600}"; done
+	# each line of the details (an argument may hold several, a log's tail)
+	local arg line
+	for arg in "$@"; do
+		while IFS= read -r line; do printf '          %s\n' "${line:0:600}"; done <<<"$arg"
+	done
 }
 
 # check <check> <expected> <actual>: pass when equal, else fail showing both.

@@ -34,6 +34,40 @@ chmod 755 "$WORK"
 # lance_gateway pass through it, others cannot list it; run.sh keeps that mode
 DATA="$WORK/data"
 mkdir -m 711 "$DATA"
+# The ports picked here lie where the kernel also picks clients' ports, and
+# the groups before this one leave hundreds of loopback connections closed a
+# moment ago (TIME_WAIT): a port one of them holds cannot be listened on, the
+# likeliest reason run.sh failed once in CI right after the serving group.
+# find_free_port passes over such a port though nothing answers on it.
+HELD_PORT="$(python3 - <<'PY'
+import socket
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+client = socket.socket()
+client.bind(("127.0.0.1", 0))  # a port the kernel gives out
+client.connect(server.getsockname())
+accepted, _ = server.accept()
+print(client.getsockname()[1])
+client.close()  # the side that closes first keeps the port in TIME_WAIT
+accepted.close()
+PY
+)"
+next_port="$(find_free_port "$HELD_PORT")"
+if [[ "$next_port" != "$HELD_PORT" ]] && ! port_in_use "$HELD_PORT"; then
+	pass "find_free_port passes over a port a closed client connection still holds (TIME_WAIT)"
+else
+	fail "find_free_port passes over a port a closed client connection still holds (TIME_WAIT)" \
+		"held $HELD_PORT, picked $next_port"
+fi
+# and port_in_use, which scripts ask before they start a server, makes no
+# connection: one to a port nothing listens on may be given that very port
+# as its own and connect to itself (seen here: nginx could not bind the
+# gateway's port for a minute after)
+FREE_PORT="$(find_free_port 54391)"
+check "port_in_use makes no connection to the port it asks about" 0 \
+	"$(strace -f -e trace=connect bash -c 'source "$1" && port_in_use "$2"' probe "$ROOT/scripts/common.sh" "$FREE_PORT" 2>&1 |
+		grep -c "sin_port=htons($FREE_PORT)" || true)"
 PORT="$(find_free_port "${LN_TEST_PORT:-54491}")"
 GW_PORT="$(find_free_port $((PORT + 1)))"
 START=$SECONDS

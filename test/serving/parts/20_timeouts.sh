@@ -51,7 +51,8 @@ perl -MIO::Socket::INET -MIO::Handle -e '
 SILENT_PID=$!
 BACKGROUND+=("$SILENT_PID")
 wait_for 100 port_in_use "$SILENT_PORT" || fail "the silent listener listens"
-# port_in_use connected once: count the gateway's connections from here
+# count the gateway's connections from here (port_in_use reads the kernel's
+# table of sockets and makes none)
 : >"$WORK/silent.accepted"
 gw_up silent LN_REQUEST_TIMEOUT=2 LN_GATEWAY_CONNECTIONS=1 \
 	"LN_DATABASE_URL=postgresql://lance_gateway@127.0.0.1:$SILENT_PORT/$DB?connect_timeout=10" || return 0
