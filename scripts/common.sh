@@ -252,23 +252,32 @@ tcp_table() {
 }
 
 # True when something accepts TCP connections on 127.0.0.1:<port>: a socket
-# listens there (127.0.0.1, 0.0.0.0, :: or ::ffff:127.0.0.1).  Read from
+# listens there (127.0.0.1, 0.0.0.0 or ::ffff:127.0.0.1).  Read from
 # tcp_table, not tried with a connection: a connection to a port nothing
 # listens on may get that very port as its own (the kernel gives clients
 # ports from 32768 on, where the tests' ports lie) and connect to itself,
 # which says "in use" and then keeps the port from every server for 60 s.
-# Where /proc cannot be read, bash's /dev/tcp tries (no ss, netstat or nc
-# needed).
+# A listener on :: alone may be IPv6's only (the table does not say), and
+# where /proc cannot be read there is only the table-less way: those are
+# tried with bash's /dev/tcp (no ss, netstat or nc needed).  The addresses
+# are written in the host's byte order: both orders are matched.
 port_in_use() {
-	local port="$1" table hex
+	local port="$1" table hex found=2
 	printf -v hex '%04X' "$port"
 	if table="$(tcp_table)"; then
-		awk -v port="$hex" '$1 == "0A" && $3 == port &&
-			($2 == "0100007F" || $2 ~ /^0+$/ || $2 == "0000000000000000FFFF00000100007F") { found = 1 }
-			END { exit !found }' <<<"$table"
-		return
+		found=0
+		awk -v port="$hex" '$1 == "0A" && $3 == port {
+				if ($2 == "0100007F" || $2 == "7F000001" || $2 == "00000000" ||
+					$2 == "0000000000000000FFFF00000100007F" || $2 == "00000000000000000000FFFF7F000001") ipv4 = 1
+				else if ($2 ~ /^0+$/) any = 1
+			}
+			END { exit ipv4 ? 0 : any ? 2 : 1 }' <<<"$table" || found=$?
 	fi
-	timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+	case "$found" in
+	0) return 0 ;;
+	1) return 1 ;;
+	*) timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null ;;
+	esac
 }
 
 # Print the first free port at or above <start>, trying <count> ports: one
@@ -829,7 +838,7 @@ start_gateway_url() {
 	local prefix="$1" port="$2" url="$3" i
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local workers per_worker lua conf
+	local workers per_worker lua conf log_from
 	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
 	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
@@ -895,11 +904,14 @@ start_gateway_url() {
 		die "port $port on 127.0.0.1 is already in use; set another"
 	fi
 	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
+	# what this start writes to the log (nginx appends to it), read as the
+	# gateway's user, whose folder it is
+	log_from=$(($(as_gateway stat -c %s "$prefix/error.log" 2>/dev/null || echo 0) + 1))
 	as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || {
-		tail -n 20 "$prefix/error.log" >&2 || true
+		as_gateway tail -c "+$log_from" "$prefix/error.log" | tail -n 20 >&2 || true
 		die "gateway failed to start; see $prefix/error.log"
 	}
-	# port_in_use tries 127.0.0.1, which another address does not answer:
+	# port_in_use asks about 127.0.0.1, which another address does not answer:
 	# there, a running master is all that can be seen from here
 	for ((i = 0; i < 50; i++)); do
 		if [[ "$address" == 127.0.0.1 || "$address" == 0.0.0.0 ]]; then
@@ -909,7 +921,7 @@ start_gateway_url() {
 		fi
 		sleep 0.1
 	done
-	tail -n 20 "$prefix/error.log" >&2 || true
+	as_gateway tail -c "+$log_from" "$prefix/error.log" | tail -n 20 >&2 || true
 	die "gateway does not listen on $address:$port; see $prefix/error.log"
 }
 

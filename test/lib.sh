@@ -19,12 +19,20 @@ fail() {
 	FAILS=$((FAILS + 1))
 	printf '  FAIL  %s\n' "$1"
 	shift
-	# each line of the details (an argument may hold several, a log's tail)
-	local arg line
+	# each line of the details (an argument may hold several, a log's tail),
+	# the first FAIL_DETAIL_LINES of each
+	local arg line shown
 	for arg in "$@"; do
-		while IFS= read -r line; do printf '          %s\n' "${line:0:600}"; done <<<"$arg"
+		shown=0
+		while IFS= read -r line; do
+			if ((shown++ < FAIL_DETAIL_LINES)); then
+				printf '          %s\n' "${line:0:600}"
+			fi
+		done <<<"$arg"
+		((shown <= FAIL_DETAIL_LINES)) || printf '          ... (%d more lines)\n' $((shown - FAIL_DETAIL_LINES))
 	done
 }
+FAIL_DETAIL_LINES=40
 
 # check <check> <expected> <actual>: pass when equal, else fail showing both.
 check() {
