@@ -34,6 +34,14 @@ fail() {
 }
 FAIL_DETAIL_LINES=40
 
+# pass_if_none <check> [failure...]: pass when no failure is given, else
+# fail showing each: a loop collects what went wrong, then tells the check once.
+pass_if_none() {
+	local check="$1"
+	shift
+	if (($# == 0)); then pass "$check"; else fail "$check" "$@"; fi
+}
+
 # check <check> <expected> <actual>: pass when equal, else fail showing both.
 check() {
 	if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
