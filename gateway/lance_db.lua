@@ -8,6 +8,12 @@
 -- connection is whatever libpq takes, a URI or key=value string with several
 -- hosts, target_session_attrs, passwords, TLS client certificates.
 --
+-- A database on this host (a conninfo of one Unix socket directory, and
+-- nothing only libpq does) is spoken to by the worker itself, without a
+-- thread: lance_db_wire, on nginx's cosockets, with the same outcomes and
+-- the same rules; a pool whose server asks for what it does not speak goes
+-- to the threads below for good, before anything of a call was sent.
+--
 -- A pool (new_pool) is a worker's bounded set of connection slots.  A call
 -- waits for a free slot (ngx.semaphore) until its deadline, then runs in a
 -- thread with that slot's connection, which the thread makes if the slot has
@@ -86,6 +92,10 @@
 -- the C call returns; libpq copies what it keeps.
 
 local M = {}
+
+-- the worker's own protocol client (loaded by new_pool: a thread's VM
+-- never needs it)
+local lance_db_wire
 
 -- ---------------------------------------------------------------------------
 -- In the thread: libpq through the FFI.  Loaded only where a call runs.
@@ -713,9 +723,9 @@ local function publish(pool)
 	metrics:set("g\twaiting" .. suffix, pool.waiting)
 end
 
--- new_pool{name, conninfo, size, thread_pool, connect_timeout}: size
--- connections at most for this worker (made on first use).  Call from
--- init_worker_by_lua.
+-- new_pool{name, conninfo, size, thread_pool, connect_timeout, wire}: size
+-- connections at most for this worker (made on first use); wire = false
+-- keeps every call on libpq's thread path.  Call from init_worker_by_lua.
 function M.new_pool(opts)
 	local semaphore = require("ngx.semaphore")
 	local sema, err = semaphore.new(opts.size)
@@ -739,6 +749,17 @@ function M.new_pool(opts)
 		prepare = true,
 		waiting = 0,
 	}, Pool)
+	-- a database on this host the worker speaks to itself (lance_db_wire),
+	-- unless opts.wire is false
+	lance_db_wire = lance_db_wire or require("lance_db_wire")
+	pool.wire = opts.wire ~= false and lance_db_wire.target(opts.conninfo, {
+		settings_statement = TIMEOUT_STATEMENT,
+		settings_sql = TIMEOUT_SQL,
+		grace_ms = GRACE_MS,
+		connect_timeout = pool.connect_timeout,
+		size = pool.size,
+		name = pool.name,
+	})
 	define_slot_type()
 	for i = 1, opts.size do
 		local record = ffi.new("struct lance_db_slot")
@@ -758,30 +779,9 @@ local function keep_worker(ms)
 	ngx.sleep(ms / 1000)
 end
 
--- pool:call(template, params, deadline, app_name, no_wait): run the query
--- text template (with $1.. for params, false for NULL) before deadline
--- (ngx.now() seconds), with application_name app_name for its transaction
--- (default "lance_gateway"); with no_wait, only if a connection is free
--- at once.  Answers rows, or nil, outcome, detail (see the top of this
--- file).
-function Pool:call(template, params, deadline, app_name, no_wait)
-	local left = deadline - ngx.now()
-	if left <= 0 then
-		return nil, "busy", "the request's time ran out before a database connection was free"
-	end
-	self.waiting = self.waiting + 1
-	publish(self)
-	local ok, err = self.sema:wait(no_wait and 0 or left)
-	self.waiting = self.waiting - 1
-	if not ok then
-		publish(self)
-		return nil, "busy", "no database connection became free in time (" .. tostring(err) .. ")"
-	end
-	local slot = table.remove(self.free)
-	publish(self)
-	ngx.update_time()
-	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
-	local name = "lance_db_" .. ngx.md5(template)
+-- The call in a thread of nginx's thread pool, with the slot's connection
+-- (libpq).  Answers outcome, value.
+local function thread_path(self, slot, name, template, params, timeout_ms, app_name)
 	local record = slot.record
 	record.phase = PHASE_WAITING
 	-- A worker told to stop (nginx -s reload or quit) exits as soon as no
@@ -811,11 +811,63 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 		if prepared then
 			slot.prepared = prepared
 		end
-		if pooler and self.prepare then
-			self.prepare = false
-			ngx.log(ngx.WARN, "lance_db: the ", self.name, " database does not keep prepared statements",
-				" (a pooler in transaction mode): sending query texts")
+		if pooler then
+			self:no_prepared_statements()
 		end
+	end
+	return outcome, value
+end
+
+-- From now on the pool's calls are query texts (libpq) or unnamed
+-- statements (the worker's own protocol): its database keeps no
+-- prepared statement from one call to the next (a pooler in transaction
+-- mode).
+function Pool:no_prepared_statements()
+	if self.prepare then
+		self.prepare = false
+		ngx.log(ngx.WARN, "lance_db: the ", self.name, " database does not keep prepared statements",
+			" (a pooler in transaction mode): sending query texts")
+	end
+end
+
+-- pool:call(template, params, deadline, app_name, no_wait): run the query
+-- text template (with $1.. for params, false for NULL) before deadline
+-- (ngx.now() seconds), with application_name app_name for its transaction
+-- (default "lance_gateway"); with no_wait, only if a connection is free
+-- at once.  Answers rows, or nil, outcome, detail (see the top of this
+-- file).
+function Pool:call(template, params, deadline, app_name, no_wait)
+	local left = deadline - ngx.now()
+	if left <= 0 then
+		return nil, "busy", "the request's time ran out before a database connection was free"
+	end
+	self.waiting = self.waiting + 1
+	publish(self)
+	local ok, err = self.sema:wait(no_wait and 0 or left)
+	self.waiting = self.waiting - 1
+	if not ok then
+		publish(self)
+		return nil, "busy", "no database connection became free in time (" .. tostring(err) .. ")"
+	end
+	local slot = table.remove(self.free)
+	publish(self)
+	ngx.update_time()
+	local timeout_ms = math.floor((deadline - ngx.now()) * 1000)
+	local name = "lance_db_" .. ngx.md5(template)
+	local outcome, value
+	if self.wire then
+		outcome, value = lance_db_wire.call(self, self.wire, name, template, params, timeout_ms,
+			app_name or DEFAULT_APPLICATION_NAME)
+		if outcome == "unsupported" then
+			-- nothing of the call was sent: libpq's, now and from now on
+			self.wire = nil
+			ngx.log(ngx.WARN, "lance_db: the ", self.name, " database is reached through libpq from now on: ",
+				value)
+			outcome = nil
+		end
+	end
+	if not outcome then
+		outcome, value = thread_path(self, slot, name, template, params, timeout_ms, app_name)
 	end
 	self.free[#self.free + 1] = slot
 	publish(self)

@@ -351,9 +351,12 @@ function M.log()
 	end
 	local seconds = tonumber(ngx.var.request_time) or 0
 	metrics:incr("r\t" .. operation .. "\t" .. (ngx.var.status or "0"), 1, 0)
+	-- the first bucket the duration fits (render sums them up): one count
+	-- per request, not one per bucket above it
 	for i, le in ipairs(BUCKETS) do
 		if seconds <= le then
-			metrics:incr("b\t" .. operation .. "\t" .. i, 1, 0)
+			metrics:incr("h\t" .. operation .. "\t" .. i, 1, 0)
+			break
 		end
 	end
 	metrics:incr("n\t" .. operation, 1, 0)
@@ -398,7 +401,7 @@ local function render()
 			counts[a] = value
 		elseif kind == "s" then
 			sums[a] = value
-		elseif kind == "b" then
+		elseif kind == "h" then
 			buckets[a .. "\t" .. b] = value
 		elseif kind == "e" then
 			errors[a] = value
@@ -418,9 +421,11 @@ local function render()
 	out[#out + 1] = "# HELP lance_request_duration_seconds Time from a request's arrival to its answer, by operation."
 	out[#out + 1] = "# TYPE lance_request_duration_seconds histogram"
 	for _, operation in ipairs(sorted_keys(counts)) do
+		local below = 0
 		for i, le in ipairs(BUCKETS) do
+			below = below + (buckets[operation .. "\t" .. i] or 0)
 			out[#out + 1] = string.format('lance_request_duration_seconds_bucket{operation="%s",le="%s"} %d',
-				operation, tostring(le), buckets[operation .. "\t" .. i] or 0)
+				operation, tostring(le), below)
 		end
 		out[#out + 1] = string.format('lance_request_duration_seconds_bucket{operation="%s",le="+Inf"} %d',
 			operation, counts[operation])

@@ -17,11 +17,35 @@
 # call makes one rather than use a freed one).  A call the thread pool
 # refuses before it runs (a function among its values) is not_sent, and
 # the slot keeps its connection.
+#
+# And through a pool the worker speaks for itself (gateway/lance_db_wire.lua,
+# whose lance_pgwire here raises while a call's answer is read when told
+# to): a Lua error before the Sync is not_sent, one after it unknown, and
+# either closes the connection the call held.
 LUA_ERROR_PREFIX="$WORK/lua-error"
 make_postgres_dir "$LUA_ERROR_PREFIX" 700
 make_postgres_dir "$LUA_ERROR_PREFIX/tmp" 700
 make_postgres_dir "$LUA_ERROR_PREFIX/lua" 755
 install -m 644 "$ROOT/gateway/lance_db.lua" "$LUA_ERROR_PREFIX/lua/lance_db_real.lua"
+install -m 644 "$ROOT/gateway/lance_db_wire.lua" "$LUA_ERROR_PREFIX/lua/lance_db_wire.lua"
+install -m 644 "$ROOT/gateway/lance_pgwire.lua" "$LUA_ERROR_PREFIX/lua/lance_pgwire_real.lua"
+# lance_pgwire as this nginx sees it: the real one, whose connections
+# raise an error while reading a call's answer when inject_after is set
+as_postgres tee "$LUA_ERROR_PREFIX/lua/lance_pgwire.lua" >/dev/null <<'LUA'
+local wire = require("lance_pgwire_real")
+local M = setmetatable({}, { __index = wire })
+M.inject_after = false
+function M.connect(...)
+	local conn, err, kind = wire.connect(...)
+	if conn and M.inject_after then
+		conn.results = function()
+			error("injected: after the Sync")
+		end
+	end
+	return conn, err, kind
+end
+return M
+LUA
 printf '%s\n' "$DB_URL" | as_postgres tee "$LUA_ERROR_PREFIX/database_url" >/dev/null
 # lance_db as this nginx sees it: the real one, whose thread_call raises an
 # error after it answered a call whose template says so
@@ -52,8 +76,30 @@ end })
 local pool
 
 local function pool_of(url)
-	pool = pool or db.new_pool({ name = "probe", conninfo = url, size = 1 })
+	pool = pool or db.new_pool({ name = "probe", conninfo = url, size = 1, wire = false })
 	return pool
+end
+
+-- a pool whose calls the worker speaks itself (lance_db_wire), and the
+-- cases run through it: the outcome alone (its connections are nginx's)
+local wire_pool
+local WIRE_CASES = {
+	wire_ok = { "SELECT 1" },
+	wire_before = { "SELECT $1::text", { exploding } },
+	wire_after = { "SELECT 3", {}, true },
+}
+
+local function wire_case(case, url)
+	wire_pool = wire_pool or db.new_pool({ name = "probe_wire", conninfo = url, size = 1 })
+	if not wire_pool.wire then
+		return "the pool does not speak to the database itself"
+	end
+	local spec = WIRE_CASES[case]
+	require("lance_pgwire").inject_after = spec[3] or false
+	local rows, outcome, value = wire_pool:call(spec[1], spec[2] or {}, ngx.now() + 5)
+	require("lance_pgwire").inject_after = false
+	ngx.log(ngx.WARN, "probe ", case, ": ", tostring(value))
+	return rows and "ok" or outcome
 end
 
 -- the pool's one slot: 1 when it names a connection a call may use
@@ -93,6 +139,10 @@ local POOL_CASES = {
 }
 
 function M.run(case, url)
+	if WIRE_CASES[case] then
+		ngx.say(wire_case(case, url))
+		return
+	end
 	local outcome, value
 	if POOL_CASES[case] then
 		local rows
@@ -180,4 +230,26 @@ check "a call the thread pool refused before it ran: not_sent, the slot keeps it
 	"$(probe refused)"
 check "the next call" "1 ok" "$(probe ok)"
 check "one session of lance_gateway" 1 "$(gateway_backends)"
+# The same through a pool the worker speaks for itself (lance_db_wire): a
+# Lua error before the call's Sync went out (a value whose conversion
+# raises) is not_sent, one while its answer is read is unknown, and either
+# closes the connection the call held (nginx keeps the pool's idle one).
+check "the worker's own protocol: a call" ok "$(probe wire_ok)"
+check "its connection kept: two sessions of lance_gateway" 2 "$(gateway_backends)"
+check "the worker's own protocol: a Lua error before the Sync: not_sent" not_sent "$(probe wire_before)"
+if wait_for 100 answers 1 gateway_backends; then
+	pass "and the connection it held was closed"
+else
+	fail "and the connection it held was closed" \
+		"$(sql -c "SELECT state, application_name FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
+fi
+check "the next call" ok "$(probe wire_ok)"
+check "the worker's own protocol: a Lua error while its answer is read: unknown" unknown "$(probe wire_after)"
+if wait_for 100 answers 1 gateway_backends; then
+	pass "and the connection it held was closed"
+else
+	fail "and the connection it held was closed" \
+		"$(sql -c "SELECT state, application_name FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
+fi
+check "the next call" ok "$(probe wire_ok)"
 stop_gateway "$LUA_ERROR_PREFIX" >/dev/null 2>&1 || true

@@ -56,6 +56,30 @@ else
 	fail "a wrong password: 503, code 17" "got: $answer"
 fi
 
+# Over the Unix socket, as the password asks: the workers speak to the
+# database themselves (gateway/lance_db_wire.lua) and give the password in
+# the clear where pg_hba says "password"; where it says scram-sha-256, which
+# they do not speak, the calls go through libpq (in threads) from the first
+# on, and the error log says so.
+for unix_auth in password scram-sha-256; do
+	sed -i "1i local all lance_gateway $unix_auth" "$PGDATA_DIR/pg_hba.conf"
+	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+	P_UNIX="$(find_free_port $((P3 + 1)))"
+	alone "unix-$unix_auth" "$P_UNIX" "postgresql://lance_gateway:gw-secret@/$DB?host=$SOCK&port=$PORT" ||
+		fail "gateway.sh starts with a Unix socket and a password ($unix_auth)" \
+			"$(tail -n 5 "$WORK/aloneunix-$unix_auth.log")"
+	check "over the Unix socket, pg_hba's $unix_auth: 200, twice" "200 200" \
+		"$(alone_status "$P_UNIX") $(alone_status "$P_UNIX")"
+	# (said once by each worker that made a call)
+	[[ "$unix_auth" == password ]] && expected=no || expected=yes
+	left_to_libpq=no
+	grep -q 'is reached through libpq from now on' "$WORK/aloneunix-$unix_auth/gateway/error.log" && left_to_libpq=yes
+	check "over the Unix socket, pg_hba's $unix_auth: the calls left to libpq: $expected" "$expected" "$left_to_libpq"
+	LN_DATA="$WORK/aloneunix-$unix_auth" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
+	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
+done
+
 LN_DATA="$WORK/alone1" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
 wait_for 100 answers 000 alone_status "$P1" || true
 check "scripts/stop.sh with the first's LN_DATA stops it" 000 "$(alone_status "$P1")"
