@@ -757,13 +757,13 @@ function M.new_pool(opts)
 		settings_sql = TIMEOUT_SQL,
 		grace_ms = GRACE_MS,
 		connect_timeout = pool.connect_timeout,
-		size = pool.size,
 		name = pool.name,
 	})
 	define_slot_type()
 	for i = 1, opts.size do
 		local record = ffi.new("struct lance_db_slot")
 		pool.slots[i] = {
+			index = i,
 			record = record,
 			address = tonumber(ffi.cast("intptr_t", ffi.cast("struct lance_db_slot *", record))),
 			prepared = {},
@@ -826,7 +826,7 @@ function Pool:no_prepared_statements()
 	if self.prepare then
 		self.prepare = false
 		ngx.log(ngx.WARN, "lance_db: the ", self.name, " database does not keep prepared statements",
-			" (a pooler in transaction mode): sending query texts")
+			" (a pooler in transaction mode): each call is parsed anew from now on")
 	end
 end
 
@@ -856,18 +856,31 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 	local name = "lance_db_" .. ngx.md5(template)
 	local outcome, value
 	if self.wire then
-		outcome, value = lance_db_wire.call(self, self.wire, name, template, params, timeout_ms,
+		outcome, value = lance_db_wire.call(self, self.wire, slot, name, template, params, timeout_ms,
 			app_name or DEFAULT_APPLICATION_NAME)
 		if outcome == "unsupported" then
 			-- nothing of the call was sent: libpq's, now and from now on
-			self.wire = nil
-			ngx.log(ngx.WARN, "lance_db: the ", self.name, " database is reached through libpq from now on: ",
-				value)
+			if self.wire then
+				self.left_wire, self.wire = self.wire, nil
+				ngx.log(ngx.WARN, "lance_db: the ", self.name, " database is reached through libpq from now on: ",
+					value)
+			end
 			outcome = nil
 		end
 	end
+	if not self.wire and self.left_wire then
+		-- the connection the slot kept before: closed, not left idle
+		lance_db_wire.forget(self.left_wire, slot)
+	end
 	if not outcome then
-		outcome, value = thread_path(self, slot, name, template, params, timeout_ms, app_name)
+		-- the time left now (a call that went to libpq may have spent some)
+		ngx.update_time()
+		timeout_ms = math.floor((deadline - ngx.now()) * 1000)
+		if timeout_ms < 1 then
+			outcome, value = "busy", "the request's time ran out before it reached the database"
+		else
+			outcome, value = thread_path(self, slot, name, template, params, timeout_ms, app_name)
+		end
 	end
 	self.free[#self.free + 1] = slot
 	publish(self)

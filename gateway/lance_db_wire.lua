@@ -19,22 +19,26 @@
 -- connection breaks after the send: never sent again).  A call not sent
 -- goes once more on another connection while time is left.
 --
--- Prepared statements: a connection nginx's pool hands back cannot be told
--- from another, so a new connection prepares every statement the pool has
--- run so far in its first pipeline, and a statement the pool runs for the
--- first time is prepared in that call's pipeline.  A connection made
--- before a statement's first run answers "no such prepared statement"
--- (26000) once: nothing ran, and the call goes again with the statement
--- prepared.  Such misses are at most the pool's size times its statements;
--- more, or a second miss in one call, is a pooler in transaction mode
--- (each transaction may get another server connection), and the pool's
--- calls are unnamed statements from then on (parsed each time).
+-- Connections: each slot of the pool (lance_db's, one call at a time)
+-- keeps its connection in an nginx keepalive pool of its own, of size one,
+-- so a call gets back the connection its slot used last (or a new one:
+-- getreusedtimes() says which), and what is prepared on it is known
+-- exactly, as on the thread path: a statement is prepared (Parse) in the
+-- pipeline of its first call on a connection.  A connection that has
+-- not the statements it was given ("no such prepared statement", 26000,
+-- or "already exists", 42P05, both before anything ran) is a pooler's in
+-- transaction mode: the pool sends unnamed statements from then on,
+-- parsed with each call, and the call goes again so.
 
 local pgwire = require("lance_pgwire")
 
 local M = {}
 
 local ffi, pq
+
+-- pools given wire settings in this worker (a part of their keepalive
+-- pools' names)
+local pools_made = 0
 
 -- The conninfo settings spoken here: true for any value, else the values.
 -- libpq ignores TLS, GSSAPI encryption and TCP settings on a Unix socket.
@@ -100,6 +104,12 @@ function M.target(conninfo, conf)
 		return nil
 	end
 	local given = option_values(parsed)
+	-- libpq takes an empty value for none
+	for keyword, value in pairs(given) do
+		if value == "" then
+			given[keyword] = nil
+		end
+	end
 	for keyword, value in pairs(given) do
 		local spoken = SPOKEN[keyword]
 		if not spoken or (spoken ~= true and not spoken[value]) then
@@ -115,31 +125,35 @@ function M.target(conninfo, conf)
 		return nil
 	end
 	defaults = option_values(defaults)
-	local port = given.port or defaults.port or "5432"
+	-- the port as libpq reads it (a number: "05432" is 5432)
+	local port = tonumber((given.port or defaults.port or "5432"):match("^%d+$"))
 	local user = given.user or defaults.user
-	if not port:match("^%d+$") or not user or user == "" then
+	if not port or port < 1 or port > 65535 or not user or user == "" then
 		return nil
 	end
-	local known = { [conf.settings_statement] = conf.settings_sql }
+	-- the conninfo's own connect_timeout wins, as libpq's (2 s at least;
+	-- 0, none: the call's deadline alone)
+	local connect_timeout_ms = conf.connect_timeout * 1000
+	local own = tonumber(given.connect_timeout)
+	if given.connect_timeout and not own then
+		return nil
+	elseif own then
+		connect_timeout_ms = own > 0 and math.max(2, math.floor(own)) * 1000 or math.huge
+	end
+	pools_made = pools_made + 1
 	return {
-		path = host .. "/.s.PGSQL." .. port,
+		path = host .. "/.s.PGSQL." .. string.format("%d", port),
 		user = user,
 		database = given.dbname or user,
 		password = given.password,
 		options = given.options,
 		application_name = given.application_name or given.fallback_application_name or "lance_gateway",
-		-- nginx's keepalive pool of the connections (one per conninfo)
-		pool = "lance_db:" .. conf.name .. ":" .. ngx.md5(conninfo),
-		size = conf.size,
-		connect_timeout_ms = conf.connect_timeout * 1000,
+		-- the prefix of the names of nginx's keepalive pools (one per slot)
+		pool = "lance_db:" .. conf.name .. ":" .. pools_made .. ":",
+		connect_timeout_ms = connect_timeout_ms,
 		grace_ms = conf.grace_ms,
 		settings_statement = conf.settings_statement,
 		settings_sql = conf.settings_sql,
-		-- the statements the pool has run, each prepared on every
-		-- connection made since it was first run
-		known = known,
-		known_count = 1,
-		misses = 0,
 	}
 end
 
@@ -154,8 +168,9 @@ local IDLE_MS = 0
 
 -- One attempt of a call: outcome, value, and for "not_sent" whether it
 -- may go again.  state.conn: the connection while it is held; state.sent:
--- the call's Sync was handed to the connection.
-local function attempt(pool, w, state, name, template, params, deadline, hard_deadline, app_name, reparse)
+-- the call's Sync was handed to the connection.  slot.wire_prepared: the
+-- statements prepared on the slot's connection.
+local function attempt(pool, w, slot, state, name, template, params, deadline, hard_deadline, app_name)
 	local left = deadline - now_ms()
 	if left < 1 then
 		return "busy", "the request's time ran out before it reached the database"
@@ -167,45 +182,43 @@ local function attempt(pool, w, state, name, template, params, deadline, hard_de
 		password = w.password,
 		options = w.options,
 		application_name = w.application_name,
-		pool = w.pool,
-		pool_size = w.size,
-		timeout_ms = math.min(left, w.connect_timeout_ms),
+		pool = w.pool .. slot.index,
+		pool_size = 1,
+		-- the connection is named here as soon as it exists (closed on a Lua error)
+		state = state,
+		deadline_ms = now_ms() + math.min(left, w.connect_timeout_ms),
 	})
 	if not conn then
+		-- (connect closed it)
+		state.conn = nil
 		if kind == "unsupported" then
 			return "unsupported", err
 		end
 		return "not_sent", "cannot connect to the database: " .. tostring(err), false
 	end
 	state.conn = conn
+	slot.wire_kept = false
+	if conn.fresh or not slot.wire_prepared then
+		slot.wire_prepared = {}
+	end
 	left = math.floor(deadline - now_ms())
 	if left < 1 then
 		state.conn = nil
-		conn:keep(IDLE_MS)
+		slot.wire_kept = conn:keep(IDLE_MS)
 		return "busy", "the request's time ran out before it reached the database"
 	end
 	local parts = {}
 	local settings = { tostring(left), app_name }
 	local prepared = pool.prepare
-	-- a new connection's statements, each in a segment of its own (its
-	-- own Sync): one that no longer parses (its function gone with the
-	-- extension's schema) fails alone and is forgotten
-	local segments = {}
+	-- the statements this pipeline prepares, in order (each answered by a
+	-- ParseComplete before anything else of it)
+	local parsing = {}
 	if prepared then
-		if conn.fresh then
-			for known_name, sql in pairs(w.known) do
-				if known_name ~= name then
-					segments[#segments + 1] = known_name
-					parts[#parts + 1] = pgwire.parse(known_name, sql) .. pgwire.SYNC
-				end
+		for _, statement in ipairs({ { w.settings_statement, w.settings_sql }, { name, template } }) do
+			if not slot.wire_prepared[statement[1]] then
+				parsing[#parsing + 1] = statement[1]
+				parts[#parts + 1] = pgwire.parse(statement[1], statement[2])
 			end
-		end
-		if not w.known[name] then
-			w.known[name] = template
-			w.known_count = w.known_count + 1
-			parts[#parts + 1] = pgwire.parse(name, template)
-		elseif conn.fresh or reparse then
-			parts[#parts + 1] = pgwire.parse(name, template)
 		end
 		parts[#parts + 1] = pgwire.bind_execute(w.settings_statement, settings)
 		parts[#parts + 1] = pgwire.bind_execute(name, params)
@@ -216,9 +229,10 @@ local function attempt(pool, w, state, name, template, params, deadline, hard_de
 		parts[#parts + 1] = pgwire.bind_execute("", params)
 	end
 	parts[#parts + 1] = pgwire.SYNC
+	local data = table.concat(parts)
 	state.sent = true
 	local sent
-	sent, err = conn:send(table.concat(parts), deadline - now_ms())
+	sent, err = conn:send(data, deadline)
 	if not sent then
 		state.conn = nil
 		conn:close()
@@ -227,72 +241,78 @@ local function attempt(pool, w, state, name, template, params, deadline, hard_de
 		end
 		return "not_sent", "the connection broke while sending: " .. tostring(err), true
 	end
-	local rows, failure, status
-	for i = 1, #segments + 1 do
-		rows, failure, status = conn:results(hard_deadline - now_ms(), i > #segments and 2 or 0)
-		if not rows then
-			state.conn = nil
-			conn:close()
-			if failure == "timeout" then
-				return "unknown", "no answer from the database past the request's deadline"
-			end
-			return "unknown", "the connection broke while the database worked: " .. tostring(failure)
-		end
-		if i <= #segments and failure and w.known[segments[i]] then
-			w.known[segments[i]] = nil
-			w.known_count = w.known_count - 1
-		end
-	end
+	local rows, failure, status, parsed = conn:results(hard_deadline, 2)
 	state.conn = nil
+	if not rows then
+		conn:close()
+		if failure == "timeout" then
+			return "unknown", "no answer from the database past the request's deadline"
+		end
+		return "unknown", "the connection broke while the database worked: " .. tostring(failure)
+	end
+	for i = 1, math.min(parsed, #parsing) do
+		slot.wire_prepared[parsing[i]] = true
+	end
 	if status == "I" then
-		conn:keep(IDLE_MS)
+		slot.wire_kept = conn:keep(IDLE_MS)
 	else
 		conn:close()
 	end
 	if failure then
 		-- 26000: no such prepared statement, 42P05: one of that name exists
 		if prepared and (failure.sqlstate == "26000" or failure.sqlstate == "42P05") then
-			return "prepare_miss", failure
+			return "pooler", failure
 		end
 		return "error", failure
 	end
 	return "ok", rows
 end
 
+-- forget(w, slot): close the connection the slot keeps in nginx's pool,
+-- if any (its pool went to libpq: the connection would stay idle for ever).
+function M.forget(w, slot)
+	if slot.wire_kept then
+		slot.wire_kept, slot.wire_prepared = false, nil
+		local sock = ngx.socket.tcp()
+		sock:settimeouts(1000, 1000, 1000)
+		if sock:connect("unix:" .. w.path, { pool = w.pool .. slot.index, pool_size = 1 }) then
+			sock:close()
+		end
+	end
+end
+
 local function close_quietly(conn)
 	conn:close()
 end
 
--- call(pool, w, name, template, params, timeout_ms, app_name): the call
--- on the worker's own connection.  Answers outcome, value as the thread
--- path does, or "unsupported", message (nothing sent: libpq's).
-function M.call(pool, w, name, template, params, timeout_ms, app_name)
+-- call(pool, w, slot, name, template, params, timeout_ms, app_name): the
+-- call on the slot's connection, spoken by the worker.  Answers outcome,
+-- value as the thread path does, or "unsupported", message (nothing
+-- sent: libpq's).
+function M.call(pool, w, slot, name, template, params, timeout_ms, app_name)
 	local started = now_ms()
 	local deadline, hard_deadline = started + timeout_ms, started + timeout_ms + w.grace_ms
 	local state = {}
-	local missed, reparse = false, false
 	-- why the call could not be sent whole, once it could not
 	local unsent
-	-- at most: a miss, a second miss (then unnamed statements), a resend
-	for _ = 1, 4 do
+	-- at most: a pooler found (then unnamed statements), a resend
+	for _ = 1, 3 do
 		state.sent = false
-		local ok, outcome, value, again = pcall(attempt, pool, w, state, name, template, params, deadline,
-			hard_deadline, app_name, reparse)
+		local ok, outcome, value, again = pcall(attempt, pool, w, slot, state, name, template, params, deadline,
+			hard_deadline, app_name)
 		if not ok then
 			-- a bug or no memory: the connection may be inside the call's
 			-- transaction; closed, it rolls back what was not committed
 			if state.conn then
 				pcall(close_quietly, state.conn)
 			end
+			slot.wire_prepared = nil
 			return state.sent and "unknown" or "not_sent", "gateway error: " .. tostring(outcome)
 		end
-		if outcome == "prepare_miss" then
-			w.misses = w.misses + 1
-			if missed or w.misses > w.size * w.known_count then
-				pool:no_prepared_statements()
-			end
-			missed = true
-			reparse = value.sqlstate == "26000"
+		if outcome == "pooler" then
+			-- nothing ran: unnamed statements, now and from now on
+			pool:no_prepared_statements()
+			slot.wire_prepared = nil
 		elseif outcome == "not_sent" and again and not unsent then
 			unsent = "cannot send to the database: " .. value
 		elseif unsent and (outcome == "busy" or outcome == "not_sent") then
@@ -304,7 +324,7 @@ function M.call(pool, w, name, template, params, timeout_ms, app_name)
 			return outcome, value
 		end
 	end
-	return "not_sent", "the database refused the call's prepared statements"
+	return "not_sent", unsent or "the database refused the call's prepared statements"
 end
 
 return M

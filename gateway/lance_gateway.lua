@@ -5,7 +5,9 @@
 -- named in the extension's schema (never found by the role's search_path),
 -- as escaped literals, and writes back the status, headers and body it
 -- answers.  The database calls are lance_db's: they run in nginx's thread
--- pool over a bounded pool of connections per worker, as the database role
+-- pool (or, for a database on this host, on the worker's event loop, whose
+-- protocol client lance_db_wire is) over a bounded pool of connections per
+-- worker, as the database role
 -- of LN_DATABASE_URL (lance_gateway), so a request that waits never holds up
 -- another, and each has a deadline (LN_REQUEST_TIMEOUT).  Authentication is
 -- the database's: lance_rest() checks
@@ -385,6 +387,9 @@ end
 local function render()
 	local metrics = ngx.shared.lance_metrics
 	local requests, counts, sums, buckets, errors, gauges = {}, {}, {}, {}, {}, {}
+	-- b<TAB>operation<TAB>i: the cumulative counts of workers before the
+	-- buckets were counted once per request (the dict outlives a reload)
+	local legacy = {}
 	local workers = ngx.worker.count()
 	for _, key in ipairs(metrics:get_keys(0)) do
 		local value = metrics:get(key) or 0
@@ -403,10 +408,22 @@ local function render()
 			sums[a] = value
 		elseif kind == "h" then
 			buckets[a .. "\t" .. b] = value
+		elseif kind == "b" and tonumber(b) then
+			legacy[a] = legacy[a] or {}
+			legacy[a][tonumber(b)] = value
 		elseif kind == "e" then
 			errors[a] = value
 		elseif kind == "g" then
 			gauges[a .. "\t" .. b] = (gauges[a .. "\t" .. b] or 0) + value
+		end
+	end
+	for operation, cumulative in pairs(legacy) do
+		local below = 0
+		for i = 1, #BUCKETS do
+			local key = operation .. "\t" .. i
+			local upto = math.max(cumulative[i] or 0, below)
+			buckets[key] = (buckets[key] or 0) + upto - below
+			below = upto
 		end
 	end
 	local out = {

@@ -26,12 +26,22 @@ local band, bor, lshift, rshift = bit.band, bit.bor, bit.lshift, bit.rshift
 local char, byte, sub, find = string.char, string.byte, string.sub, string.find
 local concat = table.concat
 
--- A message longer than this is taken for a broken stream (PostgreSQL's
--- own largest field is 1 GB).
+-- A message longer than this is taken for a broken stream: PostgreSQL's
+-- own largest field is 1 GB, and only a row, a row description, an error,
+-- a notice or a notification is long; any other message is short (libpq's
+-- limits, as its startup's authentication request).
 local MAX_MESSAGE = 1024 * 1024 * 1024 + 4096
--- How much a read asks of the socket at most when the message it waits
--- for is short: a call's whole answer usually comes in one read.
-local READ_CHUNK = 65536
+local LONG_KINDS = { D = true, T = true, E = true, N = true, A = true }
+local MAX_SHORT = 30000
+local MAX_STARTUP_AUTH = 2000
+-- How much one read takes at most.  Every read is a receiveany, which
+-- answers what the socket has: the deadline is checked between reads, so
+-- a server that sends a byte at a time holds a call no longer than one
+-- that sends nothing.
+local READ_CHUNK = 1024 * 1024
+-- How much one send hands over at most (the deadline is checked between
+-- sends: nginx's send timeout starts anew with each bit of progress).
+local SEND_CHUNK = 65536
 
 local function int32(n)
 	return char(band(rshift(n, 24), 255), band(rshift(n, 16), 255), band(rshift(n, 8), 255), band(n, 255))
@@ -82,32 +92,50 @@ M.SYNC = message("S", "")
 local Conn = {}
 Conn.__index = Conn
 
--- need(conn, n): true once n bytes are buffered; nil, err else.
+local function now_ms()
+	ngx.update_time()
+	return ngx.now() * 1000
+end
+
+-- arm(conn): the socket's timeouts set to the time left before
+-- conn.deadline (ngx.now() milliseconds); false once it passed.
+local function arm(conn)
+	local left = math.floor(conn.deadline - now_ms())
+	if left < 1 then
+		return false
+	end
+	conn.sock:settimeouts(left, left, left)
+	return true
+end
+
+-- need(conn, n): true once n bytes are buffered; nil, err else ("timeout"
+-- at conn.deadline).  What was read before an error is dropped: the
+-- connection is closed after any.
 local function need(conn, n)
 	local have = #conn.buf - conn.pos + 1
+	if have >= n then
+		return true
+	end
+	local pieces = { sub(conn.buf, conn.pos) }
 	while have < n do
-		local data, err
-		if n - have > READ_CHUNK then
-			data, err = conn.sock:receive(n - have)
-		else
-			data, err = conn.sock:receiveany(READ_CHUNK)
+		if not arm(conn) then
+			return nil, "timeout"
 		end
+		local data, err = conn.sock:receiveany(math.min(READ_CHUNK, math.max(n - have, 4096)))
 		if not data then
 			return nil, err
 		end
-		if have == 0 then
-			conn.buf, conn.pos = data, 1
-		else
-			conn.buf, conn.pos = sub(conn.buf, conn.pos) .. data, 1
-		end
-		have = #conn.buf
+		pieces[#pieces + 1] = data
+		have = have + #data
 	end
+	conn.buf, conn.pos = concat(pieces), 1
 	return true
 end
 
 -- The next message: its type (a character) and body; nil, err when the
--- connection broke or timed out.
-local function receive(conn)
+-- connection broke, timed out or sent what is no message.  startup: the
+-- authentication request is short there.
+local function receive(conn, startup)
 	local ok, err = need(conn, 5)
 	if not ok then
 		return nil, err
@@ -115,7 +143,13 @@ local function receive(conn)
 	local pos = conn.pos
 	local kind = sub(conn.buf, pos, pos)
 	local len = get_int32(conn.buf, pos + 1)
-	if len < 4 or len > MAX_MESSAGE then
+	local max = LONG_KINDS[kind] and MAX_MESSAGE or MAX_SHORT
+	if startup and kind == "R" then
+		max = MAX_STARTUP_AUTH
+	elseif startup and kind == "E" then
+		max = MAX_SHORT
+	end
+	if len < 4 or len > max then
 		return nil, "a malformed message from the server"
 	end
 	ok, err = need(conn, len + 1)
@@ -170,56 +204,80 @@ local function data_row(body)
 	return row
 end
 
--- authenticate(conn, o): true once the server said AuthenticationOk;
--- nil, err, "unsupported" for a method not spoken here.
+-- authenticate(conn, o, code, body): "sent" once the password went out
+-- for a request the server made; nil, err, "unsupported" for a method not
+-- spoken here; nil, err when the send failed.
 local function authenticate(conn, o, code, body)
+	local answer
 	if code == 3 and o.password then
-		conn.sock:send(message("p", o.password .. "\0"))
-		return "sent"
-	elseif code == 5 and o.password then
+		answer = o.password
+	elseif code == 5 and o.password and #body >= 8 then
 		local salt = sub(body, 5, 8)
-		local inner = ngx.md5(o.password .. o.user)
-		conn.sock:send(message("p", "md5" .. ngx.md5(inner .. salt) .. "\0"))
-		return "sent"
+		answer = "md5" .. ngx.md5(ngx.md5(o.password .. o.user) .. salt)
+	else
+		return nil, "the server asks for an authentication (" .. tostring(code) .. ") not spoken here",
+			"unsupported"
 	end
-	return nil, "the server asks for an authentication (" .. tostring(code) .. ") not spoken here", "unsupported"
+	if not arm(conn) then
+		return nil, "timeout"
+	end
+	local ok, err = conn.sock:send(message("p", answer .. "\0"))
+	if not ok then
+		return nil, "cannot send the password: " .. tostring(err)
+	end
+	return "sent"
 end
 
 -- M.connect{path, user, database, options, application_name, pool,
--- pool_size, timeout_ms, password}: a connection (reused from the pool
--- when it has one idle: conn.fresh is false then), ready for a query.
+-- pool_size, deadline_ms, password, state}: a connection (state.conn
+-- names it from the start, for a caller that closes it on a Lua error) (reused from the pool
+-- when it has one idle: conn.fresh is false then), ready for a query,
+-- made before deadline_ms (ngx.now() milliseconds) or not at all.
 -- Answers nil, err, kind else: kind "unsupported" when the server asked
 -- for an authentication not spoken here (nothing was sent but the
 -- startup packet).
 function M.connect(o)
 	local sock = ngx.socket.tcp()
-	local timeout = math.max(1, math.floor(o.timeout_ms))
-	sock:settimeouts(timeout, timeout, timeout)
+	local conn = setmetatable({ sock = sock, buf = "", pos = 1, deadline = o.deadline_ms }, Conn)
+	if o.state then
+		o.state.conn = conn
+	end
+	if not arm(conn) then
+		return nil, "no time left to connect"
+	end
 	local ok, err = sock:connect("unix:" .. o.path, { pool = o.pool, pool_size = o.pool_size })
 	if not ok then
 		return nil, "cannot connect to " .. o.path .. ": " .. tostring(err)
 	end
-	local conn = setmetatable({ sock = sock, buf = "", pos = 1, fresh = sock:getreusedtimes() == 0 }, Conn)
+	conn.fresh = sock:getreusedtimes() == 0
 	if not conn.fresh then
 		return conn
 	end
-	local params = { "user", o.user, "database", o.database, "application_name", o.application_name,
-		"client_encoding", "UTF8" }
+	-- what libpq sends (no client_encoding: the database's own)
+	local params = { "user", o.user, "database", o.database, "application_name", o.application_name }
 	if o.options then
 		params[#params + 1], params[#params + 2] = "options", o.options
 	end
 	local startup = int32(196608) .. concat(params, "\0") .. "\0\0"
-	ok, err = sock:send(int32(#startup + 4) .. startup)
+	if arm(conn) then
+		ok, err = sock:send(int32(#startup + 4) .. startup)
+	else
+		ok, err = nil, "timeout"
+	end
 	if not ok then
 		sock:close()
 		return nil, "cannot send the startup packet: " .. tostring(err)
 	end
 	while true do
-		local kind, body = receive(conn)
+		local kind, body = receive(conn, true)
 		if not kind then
 			sock:close()
 			return nil, "no answer to the startup packet: " .. tostring(body)
 		elseif kind == "R" then
+			if #body < 4 then
+				sock:close()
+				return nil, "a malformed authentication request from the server"
+			end
 			local code = get_int32(body, 1)
 			if code ~= 0 then
 				local sent, why, what = authenticate(conn, o, code, body)
@@ -238,29 +296,39 @@ function M.connect(o)
 	end
 end
 
--- conn:send(data, timeout_ms): true once the whole of data was handed to
--- the kernel; nil, err else (its end never left: nginx stops at the first
--- failure).
-function Conn:send(data, timeout_ms)
-	self.sock:settimeouts(nil, math.max(1, math.floor(timeout_ms)), nil)
-	local ok, err = self.sock:send(data)
-	if not ok then
-		return nil, err
+-- conn:send(data, deadline_ms): true once the whole of data was handed to
+-- the kernel; nil, err else ("timeout" at deadline_ms), its end unsent
+-- (nginx stops at the first failure, and nothing more is sent after it).
+function Conn:send(data, deadline_ms)
+	self.deadline = deadline_ms
+	local at = 1
+	while at <= #data do
+		if not arm(self) then
+			return nil, "timeout"
+		end
+		local ok, err = self.sock:send(sub(data, at, at + SEND_CHUNK - 1))
+		if not ok then
+			return nil, err
+		end
+		at = at + SEND_CHUNK
 	end
 	return true
 end
 
--- conn:results(timeout_ms, want): the answers to what was sent, up to
--- its ReadyForQuery.  Answers rows (the want-th executed statement's),
--- error (the first ErrorResponse, or nil), the transaction status
--- ("I" idle); nil, err when the connection broke or timed out.
-function Conn:results(timeout_ms, want)
-	self.sock:settimeouts(nil, nil, math.max(1, math.floor(timeout_ms)))
-	local done, rows, failure = 0, {}, nil
+-- conn:results(deadline_ms, want): the answers to what was sent, up to
+-- its ReadyForQuery, read before deadline_ms.  Answers rows (the want-th
+-- executed statement's), error (the first ErrorResponse, or nil), the
+-- transaction status ("I" idle) and how many Parse messages succeeded;
+-- nil, err when the connection broke or timed out ("timeout").
+function Conn:results(deadline_ms, want)
+	self.deadline = deadline_ms
+	local done, rows, failure, parsed = 0, {}, nil, 0
 	while true do
 		local kind, body = receive(self)
 		if not kind then
 			return nil, body
+		elseif kind == "1" then
+			parsed = parsed + 1
 		elseif kind == "D" then
 			if done + 1 == want then
 				rows[#rows + 1] = data_row(body)
@@ -270,23 +338,25 @@ function Conn:results(timeout_ms, want)
 		elseif kind == "E" then
 			failure = failure or error_fields(body)
 		elseif kind == "Z" then
-			return rows, failure, body
+			return rows, failure, body, parsed
 		end
 	end
 end
 
--- conn:keep(idle_ms): back to the keepalive pool; conn:close().
+-- conn:keep(idle_ms): back to the keepalive pool (true), or closed;
+-- conn:close().
 function Conn:keep(idle_ms)
 	if self.pos <= #self.buf then
 		-- the server sent more than the answer (a notification): kept,
 		-- the next call would take it for its own
 		self.sock:close()
-		return
+		return false
 	end
-	local ok = self.sock:setkeepalive(idle_ms)
-	if not ok then
-		self.sock:close()
+	if self.sock:setkeepalive(idle_ms) then
+		return true
 	end
+	self.sock:close()
+	return false
 end
 
 function Conn:close()

@@ -510,6 +510,8 @@ check "lance_requests_total by operation and status: 3 CreateNamespace 200, 2 40
 	"$(delta lance_requests_total operation=CreateNamespace,status=200) $(delta lance_requests_total operation=CreateNamespace,status=401)"
 check "lance_request_duration_seconds: a histogram, 5 more CreateNamespace in +Inf and _count" "histogram 5 5" \
 	"$(awk '$2 == "lance_request_duration_seconds_count" { print $1; exit }' <<<"$AFTER") $(delta lance_request_duration_seconds_bucket le=+Inf,operation=CreateNamespace) $(delta lance_request_duration_seconds_count operation=CreateNamespace)"
+check "each of the 5 counted once, in a bucket as long as it took: le=30 and le=+Inf both 5 more" "5 5" \
+	"$(delta lance_request_duration_seconds_bucket le=30,operation=CreateNamespace) $(delta lance_request_duration_seconds_bucket le=+Inf,operation=CreateNamespace)"
 check "its buckets never decrease with le" "" \
 	"$(awk '$2 == "lance_request_duration_seconds_bucket" { split($3, a, ","); sub(/^le=/, "", a[1]); v = ($4 + 0);
 		if (a[2] in last && v < last[a[2]]) print "decreases: " $0; last[a[2]] = v }' <<<"$AFTER")"

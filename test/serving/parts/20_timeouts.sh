@@ -107,9 +107,9 @@ check "400 requests from 100 concurrent clients: all 200" "400 200" \
 	"$(sort "$WORK/crowd.out" | uniq -c | awk '{ printf "%s%s %s", (NR > 1 ? "; " : ""), $1, $2 }')"
 check "the 200 namespaces were made" 200 "$(sql -c "SELECT count(*) FROM lance_catalog.object WHERE parent_id = 0 AND name LIKE 'crowd%'")"
 # Its workers speak to the database themselves (gateway/lance_db_wire.lua):
-# a connection made before a statement's first run misses it once (and
-# prepares it), which never passes for a pooler's doing, however many
-# connections the crowd opened.
+# each connection slot gets its own connection back (a keepalive pool of its
+# own), so what is prepared on it is known, and however many connections
+# the crowd opened, none is taken for a pooler's.
 crowd_pooler=no
 grep -q 'does not keep prepared statements\|is reached through libpq' "$GW_PREFIX/error.log" && crowd_pooler=yes
 check "the crowd's statements stayed prepared: no pooler seen, no call left to libpq" no "$crowd_pooler"

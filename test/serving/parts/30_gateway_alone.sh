@@ -58,10 +58,15 @@ fi
 
 # Over the Unix socket, as the password asks: the workers speak to the
 # database themselves (gateway/lance_db_wire.lua) and give the password in
-# the clear where pg_hba says "password"; where it says scram-sha-256, which
+# the clear where pg_hba says "password", hashed where it says md5 (the
+# password kept as md5); where it says scram-sha-256, which
 # they do not speak, the calls go through libpq (in threads) from the first
 # on, and the error log says so.
-for unix_auth in password scram-sha-256; do
+for unix_auth in password md5 scram-sha-256; do
+	# md5: the password kept as an md5 hash (with a SCRAM one the server
+	# would ask for SCRAM)
+	[[ "$unix_auth" == md5 ]] && sql -c "SET password_encryption = 'md5'" \
+		-c "ALTER ROLE lance_gateway PASSWORD 'gw-secret'" >/dev/null 2>&1
 	sed -i "1i local all lance_gateway $unix_auth" "$PGDATA_DIR/pg_hba.conf"
 	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
 	P_UNIX="$(find_free_port $((P3 + 1)))"
@@ -71,11 +76,13 @@ for unix_auth in password scram-sha-256; do
 	check "over the Unix socket, pg_hba's $unix_auth: 200, twice" "200 200" \
 		"$(alone_status "$P_UNIX") $(alone_status "$P_UNIX")"
 	# (said once by each worker that made a call)
-	[[ "$unix_auth" == password ]] && expected=no || expected=yes
+	[[ "$unix_auth" == scram-sha-256 ]] && expected=yes || expected=no
 	left_to_libpq=no
 	grep -q 'is reached through libpq from now on' "$WORK/aloneunix-$unix_auth/gateway/error.log" && left_to_libpq=yes
 	check "over the Unix socket, pg_hba's $unix_auth: the calls left to libpq: $expected" "$expected" "$left_to_libpq"
 	LN_DATA="$WORK/aloneunix-$unix_auth" bash "$ROOT/scripts/stop.sh" >/dev/null 2>&1
+	[[ "$unix_auth" == md5 ]] && sql -c "SET password_encryption = 'scram-sha-256'" \
+		-c "ALTER ROLE lance_gateway PASSWORD 'gw-secret'" >/dev/null
 	sed -i '1d' "$PGDATA_DIR/pg_hba.conf"
 	as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" reload >/dev/null
 done

@@ -37,6 +37,12 @@ b80_check() {
 # in threads) and over its Unix socket (the workers speak to it themselves,
 # gateway/lance_db_wire.lua); either finds out the pooler keeps no
 # prepared statement and says so once in its error.log.
+b80_version="$(pgbouncer --version 2>/dev/null | head -n 1)"
+b80_keeps_prepared=0
+if [[ "$b80_version" =~ ([0-9]+)\.([0-9]+) ]] &&
+	((BASH_REMATCH[1] > 1 || (BASH_REMATCH[1] == 1 && BASH_REMATCH[2] >= 21))); then
+	b80_keeps_prepared=1
+fi
 for b80_via in tcp unix; do
 	if [[ "$b80_via" == tcp ]]; then
 		b80_url="postgresql://lance_gateway@127.0.0.1:$B80_PORT/$DB"
@@ -84,7 +90,10 @@ for b80_via in tcp unix; do
 	# a later transaction on the same server connections has the default.
 	check "($b80_via) no statement_timeout left on the pooled server connections" 0 \
 		"$("$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p "$B80_PORT" -U lance_gateway -d "$DB" -c 'SHOW statement_timeout')"
-	if grep -q 'does not keep prepared statements' "$GW_PREFIX/error.log"; then
+	# (PgBouncer 1.21 and later keep them by default: nothing to find there)
+	if ((b80_keeps_prepared)); then
+		pass "through PgBouncer ($b80_via): $b80_version keeps prepared statements itself"
+	elif grep -q 'does not keep prepared statements' "$GW_PREFIX/error.log"; then
 		pass "through PgBouncer ($b80_via): the gateway found it keeps no prepared statement"
 	else
 		fail "through PgBouncer ($b80_via): the gateway found it keeps no prepared statement" \
