@@ -856,21 +856,22 @@ function Pool:call(template, params, deadline, app_name, no_wait)
 	local name = "lance_db_" .. ngx.md5(template)
 	local outcome, value
 	if self.wire then
-		outcome, value = lance_db_wire.call(self, self.wire, slot, name, template, params, timeout_ms,
+		local switch
+		outcome, value, switch = lance_db_wire.call(self, self.wire, slot, name, template, params, timeout_ms,
 			app_name or DEFAULT_APPLICATION_NAME)
-		if outcome == "unsupported" then
-			-- nothing of the call was sent: libpq's, now and from now on
+		if outcome == "unsupported" or switch == "unsupported" then
+			-- libpq's from now on (the connections slots kept close when
+			-- idle a minute)
 			if self.wire then
-				self.left_wire, self.wire = self.wire, nil
+				self.wire = nil
 				ngx.log(ngx.WARN, "lance_db: the ", self.name, " database is reached through libpq from now on: ",
-					value)
+					outcome == "unsupported" and value or "it asks for an authentication the workers do not speak")
 			end
+		end
+		if outcome == "unsupported" then
+			-- nothing of the call was sent: through libpq
 			outcome = nil
 		end
-	end
-	if not self.wire and self.left_wire then
-		-- the connection the slot kept before: closed, not left idle
-		lance_db_wire.forget(self.left_wire, slot)
 	end
 	if not outcome then
 		-- the time left now (a call that went to libpq may have spent some)

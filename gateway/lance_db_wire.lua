@@ -17,7 +17,10 @@
 -- connection is closed without another byte); its answer awaited until
 -- the deadline and its grace ("unknown" after that, or when the
 -- connection breaks after the send: never sent again).  A call not sent
--- goes once more on another connection while time is left.
+-- goes once more on another connection while time is left; so does one
+-- whose connection's first answer was a FATAL error (the server ended the
+-- session, idle in nginx's pool, before it took the call: a kept
+-- connection is not tested before use, as the thread path tests its own).
 --
 -- Connections: each slot of the pool (lance_db's, one call at a time)
 -- keeps its connection in an nginx keepalive pool of its own, of size one,
@@ -134,7 +137,7 @@ function M.target(conninfo, conf)
 	-- the conninfo's own connect_timeout wins, as libpq's (2 s at least;
 	-- 0, none: the call's deadline alone)
 	local connect_timeout_ms = conf.connect_timeout * 1000
-	local own = tonumber(given.connect_timeout)
+	local own = given.connect_timeout and tonumber(given.connect_timeout:match("^%s*-?%d+%s*$"))
 	if given.connect_timeout and not own then
 		return nil
 	elseif own then
@@ -162,9 +165,9 @@ local function now_ms()
 	return ngx.now() * 1000
 end
 
--- A connection kept idle stays until the server or nginx closes it (the
--- thread path keeps its connections so too): at most the pool's size.
-local IDLE_MS = 0
+-- A connection kept idle is closed after a minute without a call: one a
+-- slot no longer uses (its pool went to libpq) is not kept for ever.
+local IDLE_MS = 60000
 
 -- One attempt of a call: outcome, value, and for "not_sent" whether it
 -- may go again.  state.conn: the connection while it is held; state.sent:
@@ -197,14 +200,13 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 		return "not_sent", "cannot connect to the database: " .. tostring(err), false
 	end
 	state.conn = conn
-	slot.wire_kept = false
 	if conn.fresh or not slot.wire_prepared then
 		slot.wire_prepared = {}
 	end
 	left = math.floor(deadline - now_ms())
 	if left < 1 then
 		state.conn = nil
-		slot.wire_kept = conn:keep(IDLE_MS)
+		conn:keep(IDLE_MS)
 		return "busy", "the request's time ran out before it reached the database"
 	end
 	local parts = {}
@@ -243,7 +245,11 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 	end
 	local rows, failure, status, parsed = conn:results(hard_deadline, 2)
 	state.conn = nil
-	if not rows then
+	if not rows and status == "not_run" then
+		-- the session had ended before the server took the call
+		conn:close()
+		return "not_sent", "the connection was ended before the call ran: " .. tostring(failure), true
+	elseif not rows then
 		conn:close()
 		if failure == "timeout" then
 			return "unknown", "no answer from the database past the request's deadline"
@@ -254,7 +260,7 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 		slot.wire_prepared[parsing[i]] = true
 	end
 	if status == "I" then
-		slot.wire_kept = conn:keep(IDLE_MS)
+		conn:keep(IDLE_MS)
 	else
 		conn:close()
 	end
@@ -266,19 +272,6 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 		return "error", failure
 	end
 	return "ok", rows
-end
-
--- forget(w, slot): close the connection the slot keeps in nginx's pool,
--- if any (its pool went to libpq: the connection would stay idle for ever).
-function M.forget(w, slot)
-	if slot.wire_kept then
-		slot.wire_kept, slot.wire_prepared = false, nil
-		local sock = ngx.socket.tcp()
-		sock:settimeouts(1000, 1000, 1000)
-		if sock:connect("unix:" .. w.path, { pool = w.pool .. slot.index, pool_size = 1 }) then
-			sock:close()
-		end
-	end
 end
 
 local function close_quietly(conn)
@@ -296,7 +289,7 @@ function M.call(pool, w, slot, name, template, params, timeout_ms, app_name)
 	-- why the call could not be sent whole, once it could not
 	local unsent
 	-- at most: a pooler found (then unnamed statements), a resend
-	for _ = 1, 3 do
+	for attempt_number = 1, 3 do
 		state.sent = false
 		local ok, outcome, value, again = pcall(attempt, pool, w, slot, state, name, template, params, deadline,
 			hard_deadline, app_name)
@@ -309,7 +302,11 @@ function M.call(pool, w, slot, name, template, params, timeout_ms, app_name)
 			slot.wire_prepared = nil
 			return state.sent and "unknown" or "not_sent", "gateway error: " .. tostring(outcome)
 		end
-		if outcome == "pooler" then
+		if outcome == "unsupported" and attempt_number > 1 then
+			-- an earlier attempt sent something: not sent again through
+			-- libpq (the pool goes there for the calls that follow)
+			return "not_sent", unsent or ("cannot connect to the database: " .. value), "unsupported"
+		elseif outcome == "pooler" then
 			-- nothing ran: unnamed statements, now and from now on
 			pool:no_prepared_statements()
 			slot.wire_prepared = nil

@@ -34,13 +34,14 @@ local MAX_MESSAGE = 1024 * 1024 * 1024 + 4096
 local LONG_KINDS = { D = true, T = true, E = true, N = true, A = true }
 local MAX_SHORT = 30000
 local MAX_STARTUP_AUTH = 2000
--- How much one read takes at most.  Every read is a receiveany, which
--- answers what the socket has: the deadline is checked between reads, so
--- a server that sends a byte at a time holds a call no longer than one
--- that sends nothing.
+-- How much one read asks for at most.  Every read is a receiveany, which
+-- answers what the socket has (at most lua_socket_buffer_size): the
+-- deadline is checked between reads, so a server that sends a byte at a
+-- time holds a call no longer than one that sends nothing.
 local READ_CHUNK = 1024 * 1024
 -- How much one send hands over at most (the deadline is checked between
--- sends: nginx's send timeout starts anew with each bit of progress).
+-- sends: nginx's send timeout starts anew with each bit of progress, so a
+-- peer that takes a chunk in many small pieces may hold one past it).
 local SEND_CHUNK = 65536
 
 local function int32(n)
@@ -175,6 +176,8 @@ local function error_fields(body)
 		local value = sub(body, i + 1, stop - 1)
 		if code == "C" then
 			e.sqlstate = value
+		elseif code == "V" or (code == "S" and not e.severity) then
+			e.severity = value
 		elseif code == "M" then
 			e.message = value
 		elseif code == "D" then
@@ -315,19 +318,36 @@ function Conn:send(data, deadline_ms)
 	return true
 end
 
+-- Messages that tell nothing of what was sent: the server may send them
+-- at any time.
+local ASIDE = { N = true, S = true, A = true }
+
 -- conn:results(deadline_ms, want): the answers to what was sent, up to
 -- its ReadyForQuery, read before deadline_ms.  Answers rows (the want-th
 -- executed statement's), error (the first ErrorResponse, or nil), the
 -- transaction status ("I" idle) and how many Parse messages succeeded;
--- nil, err when the connection broke or timed out ("timeout").
+-- nil, err when the connection broke or timed out ("timeout"); nil, err,
+-- "not_run" when the server's first answer was a FATAL error: it ended
+-- the session before it took the first message sent (a backend answers
+-- in order, and what it answered before a FATAL goes out before it), as
+-- for a session ended while it was idle.
 function Conn:results(deadline_ms, want)
 	self.deadline = deadline_ms
 	local done, rows, failure, parsed = 0, {}, nil, 0
+	local answered = false
 	while true do
 		local kind, body = receive(self)
 		if not kind then
 			return nil, body
-		elseif kind == "1" then
+		end
+		if kind == "E" and not answered then
+			local e = error_fields(body)
+			if e.severity == "FATAL" or e.severity == "PANIC" then
+				return nil, e.message, "not_run"
+			end
+		end
+		answered = answered or not ASIDE[kind]
+		if kind == "1" then
 			parsed = parsed + 1
 		elseif kind == "D" then
 			if done + 1 == want then
