@@ -889,7 +889,7 @@ start_gateway_url() {
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
-		-e "s|@WORKER_CONNECTIONS@|$((1024 + per_worker + GW_READ_THREADS))|g" \
+		-e "s|@WORKER_CONNECTIONS@|$((per_worker + GW_READ_THREADS + 512 > 1024 ? per_worker + GW_READ_THREADS + 512 : 1024))|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
 		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in")" ||

@@ -92,6 +92,17 @@ gw_down
 kill "$SILENT_PID" 2>/dev/null || true
 wait "$SILENT_PID" 2>/dev/null || true
 
+# A gateway of the default size starts without a warning from nginx under
+# the usual open file limit of 1024 (its worker_connections stay 1024).
+GATEWAYS+=("$WORK/gw-nofile")
+(
+	ulimit -n 1024
+	start_gateway_url "$WORK/gw-nofile" "$(find_free_port 2633)" "$DB_URL"
+) >"$WORK/gw-nofile.out" 2>&1 || true
+check "a gateway of the default size starts under an open file limit of 1024 without nginx's warning" \
+	"started, no warning" "$(grep -q 'starting gateway' "$WORK/gw-nofile.out" && echo started), $(grep -q 'warn' "$WORK/gw-nofile.out" && echo warning || echo no warning)"
+stop_gateway "$WORK/gw-nofile" >/dev/null 2>&1 || true
+
 # 400 requests, 100 at a time: 200 listings and 200 creations of namespaces
 gw_up crowd || return 0
 # each client a curl of its own: even numbers list, odd ones create crowd<n>

@@ -236,20 +236,18 @@ check "one session of lance_gateway" 1 "$(gateway_backends)"
 # closes the connection the call held (nginx keeps the pool's idle one).
 check "the worker's own protocol: a call" ok "$(probe wire_ok)"
 check "its connection kept: two sessions of lance_gateway" 2 "$(gateway_backends)"
-check "the worker's own protocol: a Lua error before the Sync: not_sent" not_sent "$(probe wire_before)"
-if wait_for 100 answers 1 gateway_backends; then
-	pass "and the connection it held was closed"
-else
-	fail "and the connection it held was closed" \
-		"$(sql -c "SELECT state, application_name FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
-fi
-check "the next call" ok "$(probe wire_ok)"
-check "the worker's own protocol: a Lua error while its answer is read: unknown" unknown "$(probe wire_after)"
-if wait_for 100 answers 1 gateway_backends; then
-	pass "and the connection it held was closed"
-else
-	fail "and the connection it held was closed" \
-		"$(sql -c "SELECT state, application_name FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
-fi
-check "the next call" ok "$(probe wire_ok)"
+for wire_error_case in before after; do
+	case "$wire_error_case" in
+	before) label="a Lua error before the Sync" expected=not_sent ;;
+	after) label="a Lua error while its answer is read" expected=unknown ;;
+	esac
+	check "the worker's own protocol: $label: $expected" "$expected" "$(probe "wire_$wire_error_case")"
+	if wait_for 100 answers 1 gateway_backends; then
+		pass "and the connection it held was closed"
+	else
+		fail "and the connection it held was closed" \
+			"$(sql -c "SELECT state, application_name FROM pg_stat_activity WHERE usename = 'lance_gateway'")"
+	fi
+	check "the next call" ok "$(probe wire_ok)"
+done
 stop_gateway "$LUA_ERROR_PREFIX" >/dev/null 2>&1 || true
