@@ -157,6 +157,8 @@ function M.target(conninfo, conf)
 		grace_ms = conf.grace_ms,
 		settings_statement = conf.settings_statement,
 		settings_sql = conf.settings_sql,
+		-- pgwire.connect's options, by slot index
+		connect_options = {},
 	}
 end
 
@@ -169,6 +171,35 @@ end
 -- slot no longer uses (its pool went to libpq) is not kept for ever.
 local IDLE_MS = 60000
 
+-- What pgwire.connect needs of a slot's connection (made once a slot).
+local function connect_options(w, slot)
+	local o = w.connect_options[slot.index]
+	if not o then
+		o = {
+			path = w.path,
+			user = w.user,
+			database = w.database,
+			password = w.password,
+			options = w.options,
+			application_name = w.application_name,
+			address = "unix:" .. w.path,
+			-- the slot's own keepalive pool, of one connection
+			pool_options = { pool = w.pool .. slot.index, pool_size = 1 },
+		}
+		w.connect_options[slot.index] = o
+	end
+	return o
+end
+
+-- The Parse of a statement the slot's connection has not prepared, and its
+-- name in parsing.
+local function parse_unless_prepared(slot, parts, parsing, statement, sql)
+	if not slot.wire_prepared[statement] then
+		parsing[#parsing + 1] = statement
+		parts[#parts + 1] = pgwire.parse(statement, sql)
+	end
+end
+
 -- One attempt of a call: outcome, value, and for "not_sent" whether it
 -- may go again.  state.conn: the connection while it is held; state.sent:
 -- the call's Sync was handed to the connection.  slot.wire_prepared: the
@@ -178,19 +209,9 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 	if left < 1 then
 		return "busy", "the request's time ran out before it reached the database"
 	end
-	local conn, err, kind = pgwire.connect({
-		path = w.path,
-		user = w.user,
-		database = w.database,
-		password = w.password,
-		options = w.options,
-		application_name = w.application_name,
-		pool = w.pool .. slot.index,
-		pool_size = 1,
-		-- the connection is named here as soon as it exists (closed on a Lua error)
-		state = state,
-		deadline_ms = now_ms() + math.min(left, w.connect_timeout_ms),
-	})
+	-- the connection is named in state as soon as it exists (closed on a Lua error)
+	local conn, err, kind = pgwire.connect(connect_options(w, slot), state,
+		now_ms() + math.min(left, w.connect_timeout_ms))
 	if not conn then
 		-- (connect closed it)
 		state.conn = nil
@@ -216,12 +237,8 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 	-- ParseComplete before anything else of it)
 	local parsing = {}
 	if prepared then
-		for _, statement in ipairs({ { w.settings_statement, w.settings_sql }, { name, template } }) do
-			if not slot.wire_prepared[statement[1]] then
-				parsing[#parsing + 1] = statement[1]
-				parts[#parts + 1] = pgwire.parse(statement[1], statement[2])
-			end
-		end
+		parse_unless_prepared(slot, parts, parsing, w.settings_statement, w.settings_sql)
+		parse_unless_prepared(slot, parts, parsing, name, template)
 		parts[#parts + 1] = pgwire.bind_execute(w.settings_statement, settings)
 		parts[#parts + 1] = pgwire.bind_execute(name, params)
 	else

@@ -18,8 +18,8 @@
 -- Beside /v1/: GET /healthz (nginx answers it alone), GET /readyz (the
 -- database answers, at the library's version), GET /metrics (Prometheus's
 -- text format, for an administrator's key; it never waits for a
--- connection).  Every request has an id
--- (request_id), answered as X-Request-Id, logged, and carried into the
+-- connection).  Every request has an id ($lance_request_id, a map in
+-- nginx.conf.in), answered as X-Request-Id, logged, and carried into the
 -- database as application_name lance_gateway/<id> and header x-request-id.
 local cjson = require("cjson.safe")
 local lance_db = require("lance_db")
@@ -45,11 +45,6 @@ local SQL = "SELECT status, response_headers::pg_catalog.text, response_body, ke
 -- database writes for the request (PostgreSQL keeps 63 bytes of it: the
 -- first 49 characters of an id).
 local APPLICATION_PREFIX = "lance_gateway/"
-
--- A request id the client sent (X-Request-Id) is kept when it is sane: 1
--- to 128 printable ASCII characters, no space; else the request gets a
--- fresh one (nginx's $request_id: 32 hex digits of 16 random bytes).
-local REQUEST_ID_MAX = 128
 
 -- How soon a client may try again after a 503, in seconds (Retry-After).
 local RETRY_AFTER = "1"
@@ -201,12 +196,27 @@ local function refuse(status, code, message)
 		error_body(code, message))
 end
 
--- A space-separated nginx variable as a set.
+-- A space-separated nginx variable as a set.  The variables are the
+-- server's settings ($lance_allowed_hosts, $lance_allowed_origins): each
+-- set is made once and kept (a few at most; never more than 16).
+local word_sets = {}
+local word_set_count = 0
+
 local function word_set(text)
-	local set = {}
-	for word in (text or ""):gmatch("%S+") do
+	text = text or ""
+	local set = word_sets[text]
+	if set then
+		return set
+	end
+	set = {}
+	for word in text:gmatch("%S+") do
 		set[word:lower()] = true
 	end
+	if word_set_count >= 16 then
+		word_sets, word_set_count = {}, 0
+	end
+	word_sets[text] = set
+	word_set_count = word_set_count + 1
 	return set
 end
 
@@ -326,25 +336,31 @@ function M.handle()
 	return reply(status, cjson.decode(response_headers) or {}, response_body)
 end
 
--- The request's id (set_by_lua in nginx.conf.in, $lance_request_id): the
--- client's X-Request-Id when sane, else a fresh one.
-function M.request_id()
-	local id = ngx.var.http_x_request_id
-	if id and #id >= 1 and #id <= REQUEST_ID_MAX and not id:find("[^\33-\126]") then
-		return id
-	end
-	return ngx.var.request_id
-end
-
 -- Counted per gateway (its workers share the dict lance_metrics, which
 -- outlives a worker's restart): each /v1/ request by operation and status,
 -- its duration in a histogram by operation, and each Lance error code
--- answered.  Run in the log phase (log_by_lua), after the answer.
+-- answered.
 local BUCKETS = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 }
 
+-- The bytes of a path the access log shows as %XX (nginx.conf.in,
+-- $lance_log_path).
+local LOG_PATH_ESCAPED = "[^%w%-%._~!%$&'%(%)%*%+,;=:@/]"
+
+local function log_path_byte(c)
+	return string.format("%%%02X", string.byte(c))
+end
+
+-- The log phase (log_by_lua, every request's, before the access log's
+-- line is written): the path that line shows, and the counts above.
 function M.log()
+	local uri = ngx.var.uri or ""
+	local shown = uri
+	if shown:find(LOG_PATH_ESCAPED) then
+		shown = shown:gsub(LOG_PATH_ESCAPED, log_path_byte)
+	end
+	ngx.var.lance_log_path = shown
 	local metrics = ngx.shared.lance_metrics
-	if not metrics or (ngx.var.uri or ""):sub(1, 4) ~= "/v1/" then
+	if not metrics or uri:sub(1, 4) ~= "/v1/" then
 		return
 	end
 	local operation = ngx.var.lance_operation

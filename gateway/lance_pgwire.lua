@@ -71,21 +71,50 @@ function M.parse(name, sql)
 	return message("P", name .. "\0" .. sql .. "\0" .. int16(0))
 end
 
+-- A Bind's fixed start (unnamed portal, the statement, all values text,
+-- their count), by statement name and count; a NULL value; the end (all
+-- results text) and the Execute that follows it (unnamed portal, all
+-- rows): every call made of them and its values, in one concatenation.
+local bind_heads = {}
+local bind_head_count = 0
+local NULL_VALUE = int32(-1)
+local BIND_END_EXECUTE = int16(0) .. message("E", "\0" .. int32(0))
+
+local function bind_head(name, n)
+	local head = bind_heads[name]
+	if head and head.n == n then
+		return head.text
+	end
+	-- statement names are few (one per query text), but never kept unbounded
+	if bind_head_count >= 64 then
+		bind_heads, bind_head_count = {}, 0
+	end
+	head = { n = n, text = "\0" .. name .. "\0" .. int16(0) .. int16(n) }
+	bind_heads[name] = head
+	bind_head_count = bind_head_count + 1
+	return head.text
+end
+
 function M.bind_execute(name, params)
 	local n = #params
-	local parts = { "\0", name, "\0", int16(0), int16(n) }
+	local head = bind_head(name, n)
+	local parts = { "B", "", head }
+	local length = 4 + #head + 2
 	for i = 1, n do
 		local value = params[i]
 		if value == false or value == nil then
-			parts[#parts + 1] = int32(-1)
+			parts[#parts + 1] = NULL_VALUE
+			length = length + 4
 		else
 			value = tostring(value)
 			parts[#parts + 1] = int32(#value)
 			parts[#parts + 1] = value
+			length = length + 4 + #value
 		end
 	end
-	parts[#parts + 1] = int16(0)
-	return message("B", concat(parts)) .. message("E", "\0" .. int32(0))
+	parts[2] = int32(length)
+	parts[#parts + 1] = BIND_END_EXECUTE
+	return concat(parts)
 end
 
 M.SYNC = message("S", "")
@@ -231,24 +260,25 @@ local function authenticate(conn, o, code, body)
 	return "sent"
 end
 
--- M.connect{path, user, database, options, application_name, pool,
--- pool_size, deadline_ms, password, state}: a connection (state.conn
--- names it from the start, for a caller that closes it on a Lua error) (reused from the pool
--- when it has one idle: conn.fresh is false then), ready for a query,
--- made before deadline_ms (ngx.now() milliseconds) or not at all.
+-- M.connect({path, address ("unix:" and the path), user, database,
+-- options, application_name, pool_options (tcpsock:connect's), password},
+-- state, deadline_ms): a connection (state.conn names it from the start,
+-- for a caller that closes it on a Lua error) (reused from the pool when
+-- it has one idle: conn.fresh is false then), ready for a query, made
+-- before deadline_ms (ngx.now() milliseconds) or not at all.
 -- Answers nil, err, kind else: kind "unsupported" when the server asked
 -- for an authentication not spoken here (nothing was sent but the
 -- startup packet).
-function M.connect(o)
+function M.connect(o, state, deadline_ms)
 	local sock = ngx.socket.tcp()
-	local conn = setmetatable({ sock = sock, buf = "", pos = 1, deadline = o.deadline_ms }, Conn)
-	if o.state then
-		o.state.conn = conn
+	local conn = setmetatable({ sock = sock, buf = "", pos = 1, deadline = deadline_ms }, Conn)
+	if state then
+		state.conn = conn
 	end
 	if not arm(conn) then
 		return nil, "no time left to connect"
 	end
-	local ok, err = sock:connect("unix:" .. o.path, { pool = o.pool, pool_size = o.pool_size })
+	local ok, err = sock:connect(o.address, o.pool_options)
 	if not ok then
 		return nil, "cannot connect to " .. o.path .. ": " .. tostring(err)
 	end

@@ -61,7 +61,7 @@ SELECT pg_catalog.pg_is_in_recovery()::pg_catalog.text,
 local primary           -- this worker's pool to the primary (lance_db)
 local standbys = {}     -- { pool, up, in_recovery, lsn, lag, checked }
 local max_lag = 10
-local routes            -- the route table, once read
+local routes            -- the route table, once read: routes by their count of segments
 local next_standby = 0
 local written           -- ngx.shared.lance_written: key id<TAB>worker id -> WAL position
 local unverified        -- ngx.shared.lance_written_unverified: key id -> math.huge
@@ -235,9 +235,9 @@ local texts = {}
 function M.sql_in(text, in_schema)
 	local known = texts[text]
 	if not known or known.schema ~= in_schema then
-		known = { schema = in_schema, sql = (text:gsub("@SCHEMA@", function()
-			return in_schema
-		end)) }
+		-- (a "%" of the name taken as itself; no closure: one here would
+		-- keep LuaJIT from compiling every call of this function)
+		known = { schema = in_schema, sql = (text:gsub("@SCHEMA@", (in_schema:gsub("%%", "%%%%")))) }
 		texts[text] = known
 	end
 	return known.sql
@@ -260,19 +260,25 @@ local function load_routes(deadline, no_wait)
 	if not rows then
 		return nil
 	end
-	local table_ = {}
+	-- a path is matched against the routes of as many segments alone
+	local by_count = {}
 	for _, row in ipairs(rows) do
 		local placeholders = select(2, row[2]:gsub("{", ""))
-		table_[#table_ + 1] = {
+		local segments = split(row[2])
+		local same = by_count[#segments] or {}
+		by_count[#segments] = same
+		same[#same + 1] = {
 			method = row[1],
-			segments = split(row[2]),
+			segments = segments,
 			placeholders = placeholders,
 			changes = row[3] ~= "false",
 			operation = row[4],
 		}
 	end
-	return table_
+	return by_count
 end
+
+local NO_ROUTES = {}
 
 local function matches(route_segments, segments)
 	if #route_segments ~= #segments then
@@ -298,7 +304,7 @@ local function route_of(method, path)
 	end
 	local segments = split(path)
 	local best
-	for _, route in ipairs(routes) do
+	for _, route in ipairs(routes[#segments] or NO_ROUTES) do
 		if (not best or route.placeholders < best.placeholders) and matches(route.segments, segments) then
 			best = route
 		end
