@@ -359,6 +359,19 @@ function M.log()
 		shown = shown:gsub(LOG_PATH_ESCAPED, log_path_byte)
 	end
 	ngx.var.lance_log_path = shown
+	-- A request nginx refused before the server's rewrite phase (a
+	-- malformed request line, a path or headers too long) has none of the
+	-- values its set directives give: without them its line would not be
+	-- JSON ("code":,)
+	if ngx.var.lance_code == "" then
+		ngx.var.lance_code = "null"
+		if ngx.var.lance_operation == "" then
+			ngx.var.lance_operation = "-"
+		end
+		if ngx.var.lance_key_id == "" then
+			ngx.var.lance_key_id = "-"
+		end
+	end
 	local metrics = ngx.shared.lance_metrics
 	if not metrics or uri:sub(1, 4) ~= "/v1/" then
 		return

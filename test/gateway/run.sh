@@ -308,6 +308,23 @@ for _ in $(seq 600); do grep -q forged5 "$LOG" && break; sleep 0.1; done
 check "a path that spells JSON fields stays in the path's value" \
 	"401 - /v1/namespace/forged5%22,%22status%22:200,%22key_id%22:%22${KEY_ID}/list" \
 	"$(grep forged5 "$LOG" | jq -r '"\(.status) \(.key_id) \(.path)"')"
+# Requests nginx refuses before the server's rewrite phase, where the
+# gateway's values are set (a request line longer than nginx's header
+# buffers: 414; a malformed one: 400), still log a line that is JSON, with
+# no code, operation or key (without the log phase's defaults: "code":,)
+BEFORE="$(wc -l <"$LOG")"
+LONG_PATH="/v1/namespace/refused$(printf 'l%.0s' {1..9000})/list"
+check "a request line too long for nginx is refused" 414 \
+	"$(curl -sS -o /dev/null -w '%{http_code}' --max-time 20 "http://127.0.0.1:$HTTP_PORT$LONG_PATH")"
+exec {raw}<>"/dev/tcp/127.0.0.1/$HTTP_PORT"
+printf 'GET /v1/namespace/refused%%22x/list HTTP/1.1 junk\r\nHost: 127.0.0.1\r\n\r\n' >&"$raw"
+RAW_ANSWER="$(timeout 20 head -n 1 <&"$raw" | tr -d '\r')"
+exec {raw}>&-
+check "a malformed request line is refused" "HTTP/1.1 400 Bad Request" "$RAW_ANSWER"
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= BEFORE + 2)) && break; sleep 0.1; done
+check "their lines are JSON: status, code, operation and key id" "400 null - -|414 null - -" \
+	"$(tail -n +"$((BEFORE + 1))" "$LOG" |
+		jq -R -r '(fromjson? | "\(.status) \(.code) \(.operation) \(.key_id)") // "INVALID"' | sort | paste -sd '|')"
 check "the forged keys' requests log key=-" \
 	"/v1/namespace/gw\$forged1/list 401 key=- /v1/namespace/gw\$forged2/list 401 key=- /v1/forged3 404 key=-" \
 	"$(logged '/v1/namespace/gw$forged1/list' '/v1/namespace/gw$forged2/list' /v1/forged3)"
