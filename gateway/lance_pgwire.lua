@@ -72,27 +72,33 @@ function M.parse(name, sql)
 end
 
 -- A Bind's fixed start (unnamed portal, the statement, all values text,
--- their count), by statement name and count; a NULL value; the end (all
--- results text) and the Execute that follows it (unnamed portal, all
--- rows): every call made of them and its values, in one concatenation.
+-- their count), by statement name and count (the unnamed statement has
+-- several); a NULL value; the end (all results text) and the Execute that
+-- follows it (unnamed portal, all rows): every call made of them and its
+-- values, in one concatenation.
 local bind_heads = {}
 local bind_head_count = 0
 local NULL_VALUE = int32(-1)
 local BIND_END_EXECUTE = int16(0) .. message("E", "\0" .. int32(0))
 
 local function bind_head(name, n)
-	local head = bind_heads[name]
-	if head and head.n == n then
-		return head.text
+	local by_count = bind_heads[name]
+	local head = by_count and by_count[n]
+	if head then
+		return head
 	end
 	-- statement names are few (one per query text), but never kept unbounded
 	if bind_head_count >= 64 then
-		bind_heads, bind_head_count = {}, 0
+		bind_heads, bind_head_count, by_count = {}, 0, nil
 	end
-	head = { n = n, text = "\0" .. name .. "\0" .. int16(0) .. int16(n) }
-	bind_heads[name] = head
+	if not by_count then
+		by_count = {}
+		bind_heads[name] = by_count
+	end
+	head = "\0" .. name .. "\0" .. int16(0) .. int16(n)
+	by_count[n] = head
 	bind_head_count = bind_head_count + 1
-	return head.text
+	return head
 end
 
 function M.bind_execute(name, params)
