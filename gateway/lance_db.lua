@@ -483,6 +483,15 @@ local TIMEOUT_SQL = "SELECT pg_catalog.set_config('statement_timeout', $1, true)
 	.. " pg_catalog.set_config('application_name', $2, true)"
 local DEFAULT_APPLICATION_NAME = "lance_gateway"
 
+-- True when an error of a call on named prepared statements says the
+-- connection lost them, before anything ran: 26000, no such prepared
+-- statement, or 42P05, one of that name exists (a pooler in transaction
+-- mode hands each transaction any server connection).  Both paths ask it
+-- (run_pipeline here, lance_db_wire through pool:lost_statements).
+local function lost_statements(failure)
+	return failure.sqlstate == "26000" or failure.sqlstate == "42P05"
+end
+
 -- The call as named prepared statements in one pipeline: Parse (the first
 -- time on this connection), Bind and Execute of the timeout's statement
 -- and the call's, then one Sync: one round trip and one implicit
@@ -579,8 +588,7 @@ local function run_pipeline(slot, name, template, params, left_ms, prepared, dea
 	end
 	pq.PQexitPipelineMode(conn)
 	if failure then
-		-- 26000: no such prepared statement, 42P05: one of that name exists
-		if failure.sqlstate == "26000" or failure.sqlstate == "42P05" then
+		if lost_statements(failure) then
 			return "pooler", failure
 		end
 		return "error", failure
@@ -816,6 +824,11 @@ local function thread_path(self, slot, name, template, params, timeout_ms, app_n
 		end
 	end
 	return outcome, value
+end
+
+-- pool:lost_statements(failure): see lost_statements above.
+function Pool:lost_statements(failure)
+	return lost_statements(failure)
 end
 
 -- From now on the pool's calls are query texts (libpq) or unnamed

@@ -282,8 +282,7 @@ local function attempt(pool, w, slot, state, name, template, params, deadline, h
 		conn:close()
 	end
 	if failure then
-		-- 26000: no such prepared statement, 42P05: one of that name exists
-		if prepared and (failure.sqlstate == "26000" or failure.sqlstate == "42P05") then
+		if prepared and pool:lost_statements(failure) then
 			return "pooler", failure
 		end
 		return "error", failure
