@@ -148,12 +148,40 @@ run_suite() {
 	FAILED=$((FAILED + f))
 	note_failures "$name" "$log" '\.\.\. FAILED' "$rc"
 	if ((rc != 0)); then
+		[[ -f "$diffs" ]] && note_diffs "$diffs"
+		note_server_trouble "$PGDATA_DIR/server.log"
+	fi
+	if ((rc != 0)); then
 		say "$name tests failed"
 		if [[ -f "$diffs" ]]; then
 			echo "======== $diffs ========"
 			cat "$diffs"
 		fi
 	fi
+}
+
+# note_diffs <regression.diffs>: add to FAILURES the first changed lines of
+# each failed test's diff (an isolation test that stopped says why there:
+# "setup failed: ..."), for the same reason as note_failures.
+note_diffs() {
+	local line
+	while IFS= read -r line; do
+		FAILURES+=("$line")
+	done < <(awk -v most="$FAILURE_DETAIL_LINES" '
+		/^diff / { name = $NF; sub(/.*\//, "", name); sub(/\.out$/, "", name); shown = 0; next }
+		/^(\+\+\+|---) / || /^@@/ { next }
+		/^[-+]/ && shown < most { print "  " name ": " substr($0, 1, 200); shown++ }' "$1")
+}
+
+# note_server_trouble <server.log>: add to FAILURES the server's lines that
+# say a backend crashed or the server restarted, which end every session of
+# a test at once (a test that stopped early may say only "exit code 1").
+note_server_trouble() {
+	local line
+	[[ -r "$1" ]] || return 0
+	while IFS= read -r line; do
+		FAILURES+=("  server: ${line:0:200}")
+	done < <(grep -E 'PANIC|was terminated by signal|exited with exit code|terminating any other active server processes|out of memory|No space left' "$1" | head -n "$FAILURE_DETAIL_LINES")
 }
 
 # Both suites are separate make invocations because PGXS runs them in one
