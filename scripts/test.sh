@@ -509,6 +509,8 @@ main() {
 	start_test_server
 	# the source tree's layers: no circle, no call upward, no file too long
 	run_group layers bash "$ROOT/scripts/check_layers.sh"
+	# the SQL suites: no statement that fails now and then by itself
+	run_group suites bash "$ROOT/scripts/check_suites.sh"
 	if wanted sql; then run_sql_tests; fi
 	if wanted node; then run_node_tests; fi
 	if wanted s3; then run_s3_tests; fi
