@@ -15,7 +15,9 @@
 #   LN_TEST_ONLY  run only these parts, separated by spaces or commas: sql
 #                 (pg_regress and isolation), node (the end-to-end tests), s3
 #                 (tables on S3, with the S3 test server), layers (the
-#                 source tree's dependencies, scripts/check_layers.sh), test
+#                 source tree's dependencies, scripts/check_layers.sh),
+#                 suites (statements of the SQL suites that fail by
+#                 themselves, scripts/check_suites.sh), test
 #                 group names (fuzz, gateway, serving, memory, load, ...), pg17 and
 #                 pg18 (the project on PostgreSQL 17 in a Debian 13 root and
 #                 on 18 in a Debian sid root, test/versions/run.sh), and
@@ -135,8 +137,9 @@ count_results() {
 run_suite() {
 	local name="$1" diffs="$2"
 	shift 2
-	local log="$TMP_DIR/$name.log" rc=0 p f
+	local log="$TMP_DIR/$name.log" rc=0 p f server_log="$PGDATA_DIR/server.log" server_lines=0
 	say "running $name tests"
+	[[ -r "$server_log" ]] && server_lines="$(wc -l <"$server_log")"
 	make -C "$ROOT" PG_CONFIG="$PG_CONFIG" installcheck "$@" 2>&1 | tee "$log" || rc=$?
 	read -r p f < <(count_results "$log")
 	# make failing with no FAILED test line (pg_regress could not connect,
@@ -146,10 +149,10 @@ run_suite() {
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
-	note_failures "$name" "$log" '\.\.\. FAILED' "$rc"
+	note_failures "$name" "$log" '\.\.\. FAILED|^not ok [0-9]+ ' "$rc"
 	if ((rc != 0)); then
 		[[ -f "$diffs" ]] && note_diffs "$diffs"
-		note_server_trouble "$PGDATA_DIR/server.log"
+		note_server_trouble "$server_log" "$server_lines"
 	fi
 	if ((rc != 0)); then
 		say "$name tests failed"
@@ -160,28 +163,43 @@ run_suite() {
 	fi
 }
 
-# note_diffs <regression.diffs>: add to FAILURES the first changed lines of
-# each failed test's diff (an isolation test that stopped says why there:
-# "setup failed: ..."), for the same reason as note_failures.
+# note_diffs <regression.diffs>: add to FAILURES, for the same reason as
+# note_failures, each failed test's first changed lines, those the test
+# printed first (an isolation test that stopped says why there: "setup
+# failed: ..."), then those it should have printed; at most
+# FAILURE_DETAIL_LINES a test and 3 times that in all.
 note_diffs() {
 	local line
 	while IFS= read -r line; do
 		FAILURES+=("$line")
-	done < <(awk -v most="$FAILURE_DETAIL_LINES" '
-		/^diff / { name = $NF; sub(/.*\//, "", name); sub(/\.out$/, "", name); shown = 0; next }
-		/^(\+\+\+|---) / || /^@@/ { next }
-		/^[-+]/ && shown < most { print "  " name ": " substr($0, 1, 200); shown++ }' "$1")
+	done < <(awk -v most="$FAILURE_DETAIL_LINES" -v total="$((3 * FAILURE_DETAIL_LINES))" '
+		function flush(   i, k) {
+			k = 0
+			for (i = 1; i <= nplus && k < most && shown < total; i++) { print "  " name ": " plus[i]; k++; shown++ }
+			for (i = 1; i <= nminus && k < most && shown < total; i++) { print "  " name ": " minus[i]; k++; shown++ }
+			nplus = nminus = 0
+		}
+		# a file header: "diff ...", then its "---" and "+++" lines
+		/^diff / { flush(); name = $NF; sub(/.*\//, "", name); sub(/\.out$/, "", name); header = 2; next }
+		header > 0 && /^(---|\+\+\+) / { header--; next }
+		{ header = 0 }
+		/^\+/ { if (nplus < most) plus[++nplus] = substr($0, 1, 200); next }
+		/^-/ { if (nminus < most) minus[++nminus] = substr($0, 1, 200); next }
+		END { flush() }' "$1")
 }
 
-# note_server_trouble <server.log>: add to FAILURES the server's lines that
-# say a backend crashed or the server restarted, which end every session of
-# a test at once (a test that stopped early may say only "exit code 1").
+# note_server_trouble <server.log> <lines before>: add to FAILURES the lines
+# the server logged after the first <lines before> that say a backend
+# crashed or the server restarted, which ends every session of a test at
+# once (a test that stopped early may say only "exit code 1").
 note_server_trouble() {
 	local line
 	[[ -r "$1" ]] || return 0
 	while IFS= read -r line; do
 		FAILURES+=("  server: ${line:0:200}")
-	done < <(grep -E 'PANIC|was terminated by signal|exited with exit code|terminating any other active server processes|out of memory|No space left' "$1" | head -n "$FAILURE_DETAIL_LINES")
+	done < <(tail -n "+$(($2 + 1))" "$1" |
+		grep -E 'PANIC|was terminated by signal|exited with exit code|terminating any other active server processes|out of memory|No space left' |
+		head -n "$FAILURE_DETAIL_LINES")
 }
 
 # Both suites are separate make invocations because PGXS runs them in one

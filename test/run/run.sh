@@ -27,6 +27,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD
+# strace and python3, below
+need_gateway_test_packages
 
 WORK="$(mktemp -d)"
 chmod 755 "$WORK"
