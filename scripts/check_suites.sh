@@ -11,10 +11,16 @@
 #   one that sends rows feeds a program that reads its input to the end
 #   (base64 -d, cat).
 #
+# And the test scripts (bash with pipefail) for a pipeline that ends in
+# grep -q: grep exits at its first match, a writer still writing gets
+# SIGPIPE, and under pipefail the pipeline, and so the check, fails now and
+# then.  Such a grep reads all its input (grep ... >/dev/null).
+#
 # Prints "  ok    <check>" or "  FAIL  <check>" with the offending lines,
 # and exits non-zero when a check failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+failed=0
 
 # Each file's statements, whatever their case and line breaks: comment
 # lines dropped, the rest joined and cut at semicolons.
@@ -50,5 +56,19 @@ if [[ -z "$bad" ]]; then
 else
 	echo "  FAIL  a COPY ... TO PROGRAM sends rows to a program that may not read them"
 	sed 's/^/          /' <<<"$bad"
-	exit 1
+	failed=1
 fi
+
+# A '|' then grep with a q among its short options; a here-string (<<<)
+# feeds grep from no writer.
+bad="$(grep -n -E '(^|[^|])\|[[:space:]]*grep[[:space:]]+(-[a-zA-Z]*q|--quiet)' \
+	scripts/*.sh test/*.sh test/*/*.sh test/*/*/*.sh bench/*.sh .ci/run 2>/dev/null |
+	grep -v -E '^[^:]+:[0-9]+:[[:space:]]*#' || true)"
+if [[ -z "$bad" ]]; then
+	echo "  ok    no pipeline in the test scripts ends in grep -q"
+else
+	echo "  FAIL  a pipeline in the test scripts ends in grep -q (SIGPIPE under pipefail)"
+	sed 's/^/          /' <<<"$bad"
+	failed=1
+fi
+exit "$failed"

@@ -16,8 +16,8 @@
 #                 (pg_regress and isolation), node (the end-to-end tests), s3
 #                 (tables on S3, with the S3 test server), layers (the
 #                 source tree's dependencies, scripts/check_layers.sh),
-#                 suites (statements of the SQL suites that fail by
-#                 themselves, scripts/check_suites.sh), test
+#                 suites (what in the test suites fails now and then by
+#                 itself, scripts/check_suites.sh), test
 #                 group names (fuzz, gateway, serving, memory, load, ...), pg17 and
 #                 pg18 (the project on PostgreSQL 17 in a Debian 13 root and
 #                 on 18 in a Debian sid root, test/versions/run.sh), and
@@ -527,7 +527,7 @@ main() {
 	start_test_server
 	# the source tree's layers: no circle, no call upward, no file too long
 	run_group layers bash "$ROOT/scripts/check_layers.sh"
-	# the SQL suites: no statement that fails now and then by itself
+	# the test suites: nothing in them that fails now and then by itself
 	run_group suites bash "$ROOT/scripts/check_suites.sh"
 	if wanted sql; then run_sql_tests; fi
 	if wanted node; then run_node_tests; fi
