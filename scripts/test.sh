@@ -153,8 +153,6 @@ run_suite() {
 	if ((rc != 0)); then
 		[[ -f "$diffs" ]] && note_diffs "$diffs"
 		note_server_trouble "$server_log" "$server_lines"
-	fi
-	if ((rc != 0)); then
 		say "$name tests failed"
 		if [[ -f "$diffs" ]]; then
 			echo "======== $diffs ========"
