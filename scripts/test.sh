@@ -196,7 +196,7 @@ note_server_trouble() {
 	while IFS= read -r line; do
 		FAILURES+=("  server: ${line:0:200}")
 	done < <(tail -n "+$(($2 + 1))" "$1" |
-		grep -E 'PANIC|was terminated by signal|exited with exit code|terminating any other active server processes|out of memory|No space left' |
+		grep -E 'PANIC|process \([^)]*\) (was terminated by signal|exited with exit code)|terminating any other active server processes|out of memory|No space left' |
 		head -n "$FAILURE_DETAIL_LINES")
 }
 
