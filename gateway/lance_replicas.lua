@@ -280,10 +280,8 @@ end
 
 local NO_ROUTES = {}
 
+-- (route_of asks only the routes of as many segments as the path has)
 local function matches(route_segments, segments)
-	if #route_segments ~= #segments then
-		return false
-	end
 	for i, pattern in ipairs(route_segments) do
 		if pattern:sub(1, 1) == "{" then
 			if segments[i] == "" then
