@@ -34,7 +34,8 @@
 # Layout under LN_DATA: pgdata/ (cluster, server.log inside), run/ (Unix
 # socket: the postgres user's, mode 750, group lance_gateway: the gateway's
 # OS user may enter, no other), tables/ (lance_namespace.root and
-# local_roots: where table data and manifests go), gateway/ (nginx
+# local_roots: where table data and manifests go; the postgres user's,
+# mode 700, set on every run), gateway/ (nginx
 # configuration, pid and logs: the OS user lance_gateway's, which runs
 # nginx; made when missing), api_key
 # (an administrator's API key for the gateway, mode 0600), library.sha256
@@ -196,8 +197,10 @@ ensure_database() {
 		ln_psql -d postgres -v db="$LN_DB" <<<'CREATE DATABASE :"db";'
 	fi
 
-	# The server (postgres OS user) writes table data here.
-	make_postgres_dir "$TABLES_DIR" 755
+	# The server (postgres OS user) writes manifests here, and clients on
+	# this host (as root) table data; no other OS user lists the tables'
+	# folders, names the catalog shows only to those who may read them.
+	make_postgres_dir "$TABLES_DIR" 700
 
 	say "ensuring extension lance_namespace in $LN_DB"
 	# client_min_messages hides the "already exists, skipping" NOTICE on reruns.

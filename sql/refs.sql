@@ -144,6 +144,8 @@ SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance');
 --
 SELECT pg_temp.show(lance_create_table_tag('{"id": ["rf", "t"], "tag": "v1", "version": 1}'));
 SELECT pg_temp.ls('/tmp/lance_namespace_refs/root/ns/t.lance/_refs');
+-- the folders and files the catalog makes are the server's OS user's alone
+\! stat -c '%n %a' /tmp/lance_namespace_refs/root/ns/t.lance/_refs /tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags /tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags/v1.json | sed 's|.*/t.lance/||'
 SELECT pg_temp.ref('tags', 'v1');
 -- The file as text, times masked: pretty-printed, in Lance's key order.
 SELECT regexp_replace(pg_read_file('/tmp/lance_namespace_refs/root/ns/t.lance/_refs/tags/v1.json'),

@@ -207,9 +207,11 @@ local_read_ref(const char *location, const char *kind, const char *name)
 }
 
 /*
- * Make folder `path` in the folder open at `dirfd`, readable by every
- * reader of the table (the server's umask would hide it).  False if it
- * exists already; errno ENOENT if the folder it was to be made in is gone.
+ * Make folder `path` in the folder open at `dirfd`, the server's OS user's
+ * alone, as its manifests are (mode 0700, whatever the umask: the tables'
+ * callers on this host run as that user or root, and no other local user
+ * lists a table's branches).  False if it exists already; errno ENOENT if
+ * the folder it was to be made in is gone.
  */
 static bool
 make_folder_at(int dirfd, const char *path)
@@ -217,7 +219,7 @@ make_folder_at(int dirfd, const char *path)
 	const char *leaf = strrchr(path, '/') + 1;
 	int fd;
 
-	if (mkdirat(dirfd, leaf, 0755) != 0)
+	if (mkdirat(dirfd, leaf, 0700) != 0)
 	{
 		if (errno == EEXIST)
 			return false;
@@ -227,7 +229,7 @@ make_folder_at(int dirfd, const char *path)
 		storage_io_error("create folder", path, errno);
 	}
 	fd = fs_open_at(dirfd, leaf, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0 || fchmod(fd, 0755) != 0)
+	if (fd < 0 || fchmod(fd, 0700) != 0)
 		storage_io_error("set the mode of", path, errno);
 	fs_close(fd);
 	return true;
@@ -257,10 +259,10 @@ write_temp_bytes(const char *path, const char *content, size_t len)
 	char *temp = psprintf("%.*s%s", (int)(leaf - path), path, temp_leaf);
 	int fd;
 
-	fd = fs_open_at(dirfd, temp_leaf, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, 0644);
+	fd = fs_open_at(dirfd, temp_leaf, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, 0600);
 	if (fd < 0)
 		storage_io_error("create", temp, errno);
-	if (fchmod(fd, 0644) != 0 || write(fd, content, len) != (ssize_t)len || pg_fsync(fd) != 0)
+	if (fchmod(fd, 0600) != 0 || write(fd, content, len) != (ssize_t)len || pg_fsync(fd) != 0)
 	{
 		int err = errno;
 

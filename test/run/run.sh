@@ -153,6 +153,10 @@ check_auth() {
 	check "OS user nobody reads none of the gateway's files ($when)" "refused" \
 		"$(as_nobody cat "$DATA/gateway/access.log" "$DATA/gateway/error.log" >/dev/null 2>&1 && echo read || echo refused)"
 	check "the gateway's folder is its OS user's alone ($when)" "700 lance_gateway" "$(stat -c '%a %U' "$DATA/gateway")"
+	# the tables' folders are names the catalog shows only to their readers
+	check "the tables folder is postgres's alone ($when)" "700 postgres" "$(stat -c '%a %U' "$DATA/tables")"
+	check "OS user nobody lists no table's folder ($when)" "refused" \
+		"$(as_nobody ls "$DATA/tables" >/dev/null 2>&1 && echo read || echo refused)"
 	check "the gateway's database URL is its OS user's alone ($when)" "600 lance_gateway" \
 		"$(stat -c '%a %U' "$DATA/gateway/database_url")"
 	# a flaw in nginx or its Lua is no superuser's: they run as lance_gateway
@@ -198,7 +202,7 @@ printf '%s\n' '# Written by lance_namespace scripts/common.sh: local use only.' 
 	'# TYPE  DATABASE  USER  ADDRESS       METHOD' \
 	'local   all       all                 trust' \
 	'host    all       all   127.0.0.1/32  trust' >"$DATA/pgdata/pg_hba.conf"
-chmod 755 "$DATA/run"
+chmod 755 "$DATA/run" "$DATA/tables"
 runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$DATA/pgdata" reload >/dev/null
 if run_catalog >"$WORK/run2b.log" 2>&1; then pass "scripts/run.sh after a new build"; else fail "scripts/run.sh after a new build" "$(tail -n 20 "$WORK/run2b.log")"; fi
 grep -q "restarting the server: it runs an older build of the library" "$WORK/run2b.log" &&
