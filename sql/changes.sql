@@ -323,10 +323,14 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- setStatusAction; statuses are case-insensitive
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Running"}}]');
+-- setStatusAction: the entry committed (Succeeded), and that status is
+-- final, for an administrator too: LN019 naming it, the entry unchanged.
+-- Statuses are case-insensitive, and setting the one it has is no change.
+SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Failed"}}]');
 SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "canceled"}}]');
+SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Running"}}]');
 SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "QUEUED"}}]');
+SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "succeeded"}}]');
 -- setPropertyAction: Overwrite by default, on a new key and on a set one
 SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "a", "value": "1"}}]');
 SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "a", "value": "2"}}]');
@@ -344,7 +348,7 @@ SELECT pg_temp.alter_tx(:'tx', '[{"unsetPropertyAction": {"key": "b", "mode": "S
 SELECT pg_temp.alter_tx(:'tx', '[{"unsetPropertyAction": {"key": "c", "mode": "Fail"}}]');
 SELECT pg_temp.alter_tx(:'tx', '[{"unsetPropertyAction": {"key": "c", "mode": "fail"}}]');
 -- several actions apply in order
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Running"}},
+SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Succeeded"}},
                                  {"setPropertyAction": {"key": "d", "value": "1"}},
                                  {"setPropertyAction": {"key": "d", "value": "2"}},
                                  {"setPropertyAction": {"key": "e", "value": "1"}},
@@ -352,18 +356,20 @@ SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Running"}},
                                  {"setStatusAction": {"status": "Succeeded"}}]');
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'tx')));
 -- all or nothing: a failing action leaves the entry as it was
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Failed"}},
+SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "y", "value": "1"}},
                                  {"setPropertyAction": {"key": "z", "value": "1"}},
                                  {"unsetPropertyAction": {"key": "a"}},
                                  {"unsetPropertyAction": {"key": "missing", "mode": "Fail"}}]');
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Failed"}},
+SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "y", "value": "1"}},
                                  {"setPropertyAction": {"key": "a", "value": "9", "mode": "Fail"}}]');
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Failed"}},
+SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "y", "value": "1"}},
                                  {"setStatusAction": {"status": "Done"}}]');
+SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "y", "value": "1"}},
+                                 {"setStatusAction": {"status": "Failed"}}]');
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'tx')));
 -- inside a transaction, too: rolling back undoes the change
 BEGIN;
-SELECT pg_temp.alter_tx(:'tx', '[{"setStatusAction": {"status": "Failed"}}]');
+SELECT pg_temp.alter_tx(:'tx', '[{"setPropertyAction": {"key": "y", "value": "1"}}]');
 ROLLBACK;
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'tx')));
 -- the log holds what AlterTransaction did; it records no entry of its own
@@ -522,8 +528,12 @@ SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/late.lance') AS lat
 SELECT lance_process_drops() AS processed;
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'drop_tx')));
 SELECT pg_temp.present('/tmp/lance_namespace_changes/root/ns/late.lance') AS late_present;
+-- the removal is done: its Succeeded is final (LN019), not to be requeued or marked Canceled
+SELECT pg_temp.alter_tx(:'drop_tx', '[{"setStatusAction": {"status": "Queued"}}]');
+SELECT pg_temp.alter_tx(:'drop_tx', '[{"setStatusAction": {"status": "Canceled"}}]');
 -- A queued drop canceled with AlterTransaction is left alone: the data stays.
 SELECT lance_drop_table('{"id": ["ch_local", "canceled"]}') ->> 'transaction_id' AS cancel_tx \gset
+SELECT pg_temp.alter_tx(:'cancel_tx', '[{"setStatusAction": {"status": "Running"}}]');
 SELECT pg_temp.alter_tx(:'cancel_tx', '[{"setStatusAction": {"status": "Canceled"}}]');
 SELECT lance_process_drops() AS processed;
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'cancel_tx')));
@@ -602,6 +612,13 @@ SELECT lance_retry_drops() >= 0 AS retried;
 SELECT lance_process_drops() >= 0 AS processed;
 SELECT lance_describe_transaction(jsonb_build_object('id', jsonb_build_array(:'stop_tx')));
 SELECT rtrim(pg_read_file('/tmp/lance_namespace_changes/root/ns/stopped.lance/data'), E'\n') AS stopped_data;
+-- Failed is final too (LN019), but for the requeue of a failed drop, an
+-- administrator's (for others Queued is LN015, sql/access.sql)
+SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Succeeded"}}]');
+SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Running"}}]');
+BEGIN;
+SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Queued"}}]');
+ROLLBACK;
 
 SELECT lance_drop_namespace('{"id": ["ch_local"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 \! rm -rf /tmp/lance_namespace_changes
@@ -633,13 +650,15 @@ SELECT count(*) = :entries_before AS nothing_recorded FROM log;
 SELECT lance_drop_namespace('{"id": ["ch_un"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
 
 -- A drop that queued nothing (a table not under the local roots), set to
--- Queued by AlterTransaction: lance_process_drops() fails it with a reason.
+-- Queued: lance_process_drops() fails it with a reason.
 -- (It crashed the server on the missing location.)
 SET lance_namespace.local_roots = '/tmp/lance_namespace_changes/root';
 SELECT lance_create_namespace('{"id": ["ch_requeued"]}') - 'transaction_id' AS lance_create_namespace;
 SELECT lance_register_table('{"id": ["ch_requeued", "t"], "location": "s3://bucket/requeued"}') - 'transaction_id' AS lance_register_table;
 SELECT lance_drop_table('{"id": ["ch_requeued", "t"]}') ->> 'transaction_id' AS requeued_tx \gset
-SELECT pg_temp.alter_tx(:'requeued_tx', '[{"setStatusAction": {"status": "Queued"}}]');
+-- (AlterTransaction no longer makes a Succeeded entry Queued; a catalog
+-- from before may hold one that an administrator queued so)
+UPDATE lance_catalog.change SET status = 'Queued' WHERE transaction_id = :'requeued_tx';
 SELECT lance_process_drops() AS processed;
 SELECT status, properties FROM lance_catalog.change WHERE transaction_id = :'requeued_tx';
 SELECT lance_drop_namespace('{"id": ["ch_requeued"]}') - 'transaction_id' AS lance_drop_namespace;

@@ -30,6 +30,15 @@ SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe'
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '{bad', NULL);
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '[1]', NULL);
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/describe', NULL, '{"id": ["rs", "u"]}', NULL);
+-- AlterTransaction: a committed entry's status is final, 409 with code 19
+-- naming it; a property beside it is set
+SELECT transaction_id AS rs_tx FROM lance_catalog.change WHERE 'rs$t' = ANY (objects) ORDER BY seq LIMIT 1 \gset
+SELECT status, replace(response_body, :'rs_tx', '<tx>') AS body
+  FROM lance_rest('POST', '/v1/transaction/' || :'rs_tx' || '/alter', NULL,
+                  '{"actions": [{"setStatusAction": {"status": "Canceled"}}]}', NULL);
+SELECT status, response_body
+  FROM lance_rest('POST', '/v1/transaction/' || :'rs_tx' || '/alter', NULL,
+                  '{"actions": [{"setPropertyAction": {"key": "seen", "value": "yes"}}]}', NULL);
 -- Statuses by code: 409 for a duplicate, 404 for missing, 406 for the data plane, 404 for no route.
 SELECT status, response_body FROM lance_rest('POST', '/v1/namespace/rs/create', NULL, NULL, NULL);
 SELECT status, response_body FROM lance_rest('POST', '/v1/table/rs%24t/insert', NULL, NULL, NULL);

@@ -73,6 +73,32 @@ op_describe_transaction(const LnRequest *req, LnResponse *resp)
 }
 
 /*
+ * A change that committed (Succeeded), or a drop that failed, is history:
+ * its status is final, or a caller could rewrite what the commit log says
+ * happened (a commit marked Failed, a removal marked Canceled).  Setting
+ * the status it has is no change.  The one way back is the documented
+ * requeue of a failed drop, an administrator's (lance_retry_drops() does
+ * the same for the processor's failures).  Queued, Running and Canceled
+ * are a drop's states before the processor ends it, and stay open.
+ */
+static void
+check_status_change(const char *id, const char *recorded, const char *status)
+{
+	bool final = strcmp(recorded, "Succeeded") == 0 || strcmp(recorded, "Failed") == 0;
+
+	if (!final || strcmp(recorded, status) == 0)
+		return;
+	if (strcmp(recorded, "Failed") == 0 && strcmp(status, "Queued") == 0 &&
+		access_caller_is_admin())
+		return;
+	ln_error_detail(LN_INVALID_TABLE_STATE,
+					"A transaction that ended keeps its status; record notes with "
+					"setPropertyAction instead.",
+					"transaction \"%s\" is %s, which is final: its status cannot become %s", id,
+					recorded, status);
+}
+
+/*
  * AlterTransaction: apply every action to the entry, in order, all or none
  * (an error leaves the entry as it was: the caller's transaction aborts).
  */
@@ -82,10 +108,12 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 	const char *id = transaction_id_of(req);
 	LnMap *props = &resp->properties;
 	ChangeSetter setter = CHANGE_SET_PROPERTIES;
+	const char *recorded_status;
 
 	if ((req->present & LN_REQ_ACTIONS) == 0 || req->nactions == 0)
 		ln_error(LN_INVALID_INPUT, "field \"actions\" must hold at least one action");
 	get_transaction(id, true, resp);
+	recorded_status = pstrdup(resp->status);
 
 	/* room for every property an action may add */
 	{
@@ -113,6 +141,7 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 				if (strcmp(resp->status, "Queued") == 0 && !access_caller_is_admin())
 					ln_error(LN_PERMISSION_DENIED,
 							 "only an administrator sets a transaction's status to Queued");
+				check_status_change(id, recorded_status, resp->status);
 				/* a drop set Failed here is the caller's stop: lance_retry_drops() leaves it */
 				setter = CHANGE_SET_BY_CALLER;
 				break;
