@@ -234,6 +234,83 @@ SELECT lance_set_storage('{"location": "s3://river", "options": {}, "take_over":
 SELECT lance_remove_storage(jsonb_build_object('location', l)) ->> 'location' AS removed
   FROM unnest(ARRAY['s3://pond', 's3://pond/deep', 's3://pond/tenant', 's3://pond/tenant2', 's3://pond/up2']) l;
 
+--
+-- A table at or above the folders where the catalog places tables holds
+-- every table placed there: a writer's location at or above
+-- lance_namespace.root, a local root, a storage setting's prefix or a
+-- namespace's location is refused (15), however spelled; beside them, or
+-- below an unmanaged namespace location, it is not.
+--
+\! mkdir -p /tmp/lance_namespace_locations/around/tables /tmp/lance_namespace_locations/around/free && chmod -R 777 /tmp/lance_namespace_locations
+SET lance_namespace.local_roots = '/tmp/lance_namespace_locations/around/tables';
+SET lance_namespace.root = '/tmp/lance_namespace_locations/around/tables';
+SELECT lance_create_namespace('{"id": ["wns", "placed_ns"], "properties": {"location": "s3://pond/placed"}}') -> 'properties' AS by_admin;
+SELECT l AS location, pg_temp.try_as('regress_loc_writer', pg_catalog.format(
+           'SELECT lance_register_table(%L)',
+           jsonb_build_object('id', ARRAY['wns', 'grab'], 'location', l))) AS register,
+       pg_temp.try_as('regress_loc_writer', pg_catalog.format(
+           'SELECT lance_declare_table(%L)',
+           jsonb_build_object('id', ARRAY['wns', 'grab'], 'location', l))) AS declare
+  FROM unnest(ARRAY['/tmp/lance_namespace_locations/around/tables',
+                    '/tmp/lance_namespace_locations/around/tables/',
+                    'file:///tmp/lance_namespace_locations/around/tables',
+                    'file://localhost/tmp/lance_namespace_locations/around/tables/',
+                    '/tmp/lance_namespace_locations/./around/tables',
+                    '/tmp/lance_namespace_locations/around/free/../tables',
+                    '/tmp/lance_namespace_locations/around',
+                    '/tmp/lance_namespace_locations',
+                    '/tmp', '/',
+                    's3://lake/cat', 's3://lake/', 's3://lake',
+                    's3://pond/placed', 's3://pond/placed/', 's3://pond',
+                    '/tmp/lance_namespace_locations/around/free/t.lance',
+                    '/tmp/lance_namespace_locations/around/tables2',
+                    's3://pond/placed/t.lance', 's3://pond/placedx']) l;
+-- the message names the rule
+SET ROLE regress_loc_writer;
+SELECT lance_register_table('{"id": ["wns", "grab"], "location": "/tmp/lance_namespace_locations/around/tables/"}');
+SELECT lance_register_table('{"id": ["wns", "grab"], "location": "file:///tmp/lance_namespace_locations"}');
+SELECT lance_register_table('{"id": ["wns", "grab"], "location": "s3://pond/placed/"}');
+RESET ROLE;
+-- One placed so before, or by an administrator, no longer stops another
+-- writer's DeclareTable (it answered 13 "inside or around another table's
+-- folder" in every namespace), and lance_stats() names it for the
+-- administrator to move.
+SELECT lance_register_table('{"id": ["wns", "at_root"], "location": "/tmp/lance_namespace_locations/around/tables/"}') ->> 'location' AS by_admin;
+SELECT lance_register_table('{"id": ["wns", "above"], "location": "file:///tmp/lance_namespace_locations"}') ->> 'location' AS by_admin;
+SELECT lance_register_table('{"id": ["wns", "inside"], "location": "/tmp/lance_namespace_locations/around/tables/wns/taken.lance"}') ->> 'location' AS by_admin;
+SELECT lance_create_namespace('{"id": ["fresh"]}') ? 'transaction_id' AS created;
+SELECT lance_grant('{"id": ["fresh"], "role": "regress_loc_writer", "privilege": "write"}') ->> 'changed' AS granted;
+SET ROLE regress_loc_writer;
+SELECT lance_declare_table('{"id": ["fresh", "mine"]}') ->> 'location' LIKE '/tmp/lance_namespace_locations/around/tables/fresh/mine_%.lance' AS declared;
+SELECT lance_declare_table('{"id": ["wns", "mine"]}') ->> 'location' LIKE '/tmp/lance_namespace_locations/around/tables/wns/mine_%.lance' AS declared;
+RESET ROLE;
+SELECT t ->> 'id' AS id, t ->> 'location' AS location
+  FROM pg_catalog.jsonb_array_elements(lance_stats() -> 'tables_around_roots') t;
+-- A table in the way of a folder the catalog chose (here one an
+-- administrator registered at the namespace's folder, around it): the
+-- writer is told what to do (the folder's random suffix masked), and the
+-- server log names the table in the way, for the administrator.
+SELECT lance_register_table('{"id": ["wns", "in_the_way"], "location": "/tmp/lance_namespace_locations/around/tables/wns"}') ? 'location' AS by_admin;
+CREATE FUNCTION pg_temp.declare_as_writer(request jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    message text;
+    hint text;
+BEGIN
+    SET LOCAL ROLE regress_loc_writer;
+    PERFORM lance_declare_table(request);
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, hint = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || regexp_replace(message, '_[0-9a-f]{8}\.lance', '_<suffix>.lance')
+           || ' (' || COALESCE(hint::jsonb ->> 'detail', '') || ')';
+END
+$$;
+SELECT pg_temp.declare_as_writer('{"id": ["wns", "blocked"]}');
+SELECT lance_drop_namespace('{"id": ["fresh"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
+SET lance_namespace.local_roots = '';
+SET lance_namespace.root = '';
+
 -- clean up
 SELECT lance_drop_namespace('{"id": ["wns"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SELECT lance_remove_storage('{"location": "s3://lake/cat"}') ->> 'location' AS removed;

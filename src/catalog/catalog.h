@@ -38,6 +38,8 @@ extern int catalog_list_children(int64 parent_id, bool tables, bool include_decl
 extern void catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids,
 								  char **locations, bool *declared);
 extern bool catalog_location_in_use(const char *path, int64 except_id);
+extern char *catalog_table_in_the_way(const char *path, int64 except_id, const char *const *roots,
+									  int nroots);
 extern bool catalog_location_taken(const char *path, int64 except_id);
 extern bool catalog_lock_table_refs(int64 table_id);
 extern int catalog_lookup_table_key(int64 grandparent_id, const char *ns_name,
@@ -162,6 +164,9 @@ extern bool catalog_folders_shared_below(const char *folder, char **a, char **b,
 extern char *catalog_storage_below(const char *folder);
 extern int catalog_tables_coming_under(const char *folder, int limit, char ***ids);
 extern int catalog_namespaces_located_near(const char *folder, int limit, char ***ids);
+extern bool catalog_namespace_located_within(const char *folder);
+extern int catalog_placement_roots(char ***roots);
+extern char *catalog_tables_around_folders(const char *const *folders, int n, int limit);
 extern bool catalog_find_storage(const char *folder, char **prefix, LnMap *options, LnMap *vend);
 
 /* The catalog of record for its tables' storage (catalog_identity.c) */

@@ -70,6 +70,8 @@ typedef enum CatalogStatement
 	STMT_STORAGE_BELOW,
 	STMT_TABLES_COMING_UNDER,
 	STMT_NAMESPACES_LOCATED_NEAR,
+	STMT_NAMESPACE_LOCATED_WITHIN,
+	STMT_TABLES_AROUND_FOLDERS,
 	STMT_TAKE_UNDO,
 	STMT_LIST_DUE_UNDO,
 	STMT_UNDO_DONE,
@@ -122,6 +124,7 @@ extern LnMap catalog_result_map(uint64 row, int col);
 
 /* parameters */
 extern Datum catalog_text_array_datum(char **strings, int n);
+extern int catalog_folders_around(const char *path, char **around);
 extern Datum catalog_nullable_text_array_datum(char **strings, int n);
 extern Datum catalog_int8_array_datum(const int64 *values, const bool *present, int n);
 extern Datum catalog_text_datum_or_null(const char *s, char *null);

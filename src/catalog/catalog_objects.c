@@ -16,6 +16,7 @@
 #include "utils/builtins.h"
 #include "utils/resowner.h"
 
+#include "../storage/location.h"
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
@@ -111,15 +112,17 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " WHERE o.kind = 'table'",
 		 2,
 		 {INT8ARRAYOID, TEXTARRAYOID}},
-	/* a table at the folder, inside it, or around it */
+	/* a table at the folder, inside it, or around it: the first one made, by its id */
 	[STMT_LOCATION_IN_USE] =
-		{"SELECT EXISTS (SELECT FROM lance_catalog.object"
-		 "  WHERE kind = 'table'"
-		 "    AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
-		 "         OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
-		 "             AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')"
-		 "         OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2))"
-		 "    AND id <> $3)",
+		{"SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$') FROM ("
+		 "  SELECT id, parent_id, name FROM lance_catalog.object"
+		 "   WHERE kind = 'table'"
+		 "     AND (lance_catalog.local_path(location) COLLATE \"C\" = $1"
+		 "          OR (lance_catalog.local_path(location) COLLATE \"C\" >= $1 || '/'"
+		 "              AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')"
+		 "          OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2))"
+		 "     AND id <> $3"
+		 "   ORDER BY id LIMIT 1) p",
 		 3,
 		 {TEXTOID, TEXTARRAYOID, INT8OID}},
 	/* another table on exactly this folder */
@@ -375,25 +378,64 @@ catalog_lookup_tables(int n, const int64 *parent_ids, char **names, int64 *ids, 
 }
 
 /*
+ * The folders around folder key `path` (those that hold it), outermost
+ * first, into `around`, which has room for strlen(path) of them: how many.
+ */
+int
+catalog_folders_around(const char *path, char **around)
+{
+	int n = 0;
+
+	for (const char *c = path + 1; *c; c++)
+		if (*c == '/')
+			around[n++] = pnstrdup(path, c - path);
+	return n;
+}
+
+/* True if `folder` is one of the `n` folder keys of `roots`, or holds one. */
+static bool
+folder_holds_any(const char *folder, const char *const *roots, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (roots[i] != NULL && location_folder_within(roots[i], folder))
+			return true;
+	return false;
+}
+
+/*
+ * The id (names joined by '$') of a table other than except_id that uses
+ * folder key `path`: at it, inside it, or in a folder around it; NULL if
+ * none does.  A folder around it that is at or above one of the `nroots`
+ * folder keys of `roots` does not count: a table there (registered before
+ * locations at the roots were refused, or by an administrator) holds every
+ * folder the catalog chooses, and must not stop every other table.
+ */
+char *
+catalog_table_in_the_way(const char *path, int64 except_id, const char *const *roots, int nroots)
+{
+	Datum values[3];
+	char **ancestors = palloc(sizeof(char *) * (strlen(path) + 1));
+	int around = catalog_folders_around(path, ancestors);
+	int n = 0;
+
+	for (int i = 0; i < around; i++)
+		if (!folder_holds_any(ancestors[i], roots, nroots))
+			ancestors[n++] = ancestors[i];
+	values[0] = CStringGetTextDatum(path);
+	values[1] = catalog_text_array_datum(ancestors, n);
+	values[2] = Int64GetDatum(except_id);
+	execute(STMT_LOCATION_IN_USE, values, NULL, 1);
+	return SPI_processed > 0 ? catalog_result_text(0, 1) : NULL;
+}
+
+/*
  * True if a table in the catalog other than except_id uses the local folder
  * `path` (a canonical local path): at it, inside it, or in a folder around it.
  */
 bool
 catalog_location_in_use(const char *path, int64 except_id)
 {
-	Datum values[3];
-	char **ancestors = palloc(sizeof(char *) * (strlen(path) + 1));
-	int n = 0;
-	bool isnull;
-
-	for (const char *c = path + 1; *c; c++)
-		if (*c == '/')
-			ancestors[n++] = pnstrdup(path, c - path);
-	values[0] = CStringGetTextDatum(path);
-	values[1] = catalog_text_array_datum(ancestors, n);
-	values[2] = Int64GetDatum(except_id);
-	execute(STMT_LOCATION_IN_USE, values, NULL, 1);
-	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
+	return catalog_table_in_the_way(path, except_id, NULL, 0) != NULL;
 }
 
 /*

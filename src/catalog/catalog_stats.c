@@ -124,6 +124,27 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 };
 
 /*
+ * {"tables_around_roots": [...]}: the tables at or above a folder where the
+ * catalog places tables (catalog_placement_roots), at most
+ * TABLES_AROUND_ROOTS_SHOWN, for an administrator to move.  Such a table
+ * holds every table placed there (a non-administrator can no longer make
+ * one; the conflict check of a derived folder passes over it).
+ */
+#define TABLES_AROUND_ROOTS_SHOWN 100
+
+static Datum
+tables_around_roots(void)
+{
+	char **roots;
+	int nroots = catalog_placement_roots(&roots);
+	char *tables = catalog_tables_around_folders((const char *const *)roots, nroots,
+												 TABLES_AROUND_ROOTS_SHOWN);
+
+	return DirectFunctionCall1(jsonb_in,
+							   CStringGetDatum(psprintf("{\"tables_around_roots\": %s}", tables)));
+}
+
+/*
  * The statistics as jsonb text, given the worker's rounds (a JSON array of
  * objects with "database_oid") and the store errors (an array of objects
  * with bucket, code, count, last_at) that shared memory holds.
@@ -134,6 +155,8 @@ catalog_stats(const char *rounds_json, const char *store_errors_json, bool prelo
 {
 	Datum values[4];
 	bool isnull;
+	/* before the statement below: its result lives until the next one */
+	Datum around = tables_around_roots();
 	Datum result;
 
 	values[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(rounds_json));
@@ -144,5 +167,6 @@ catalog_stats(const char *rounds_json, const char *store_errors_json, bool prelo
 	if (SPI_processed != 1)
 		ln_error(LN_INTERNAL, "the catalog's statistics answered no row");
 	result = catalog_result_datum(0, 1, &isnull);
+	result = DirectFunctionCall2(jsonb_concat, result, around);
 	return DatumGetCString(DirectFunctionCall1(jsonb_out, result));
 }

@@ -17,6 +17,8 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "../storage/location.h"
+#include "../storage/storage.h"
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
@@ -103,6 +105,29 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " ORDER BY p.id",
 		 2,
 		 {TEXTOID, INT4OID}},
+	/* a namespace whose "location" is at or below folder key $1 */
+	[STMT_NAMESPACE_LOCATED_WITHIN] =
+		{"SELECT EXISTS (SELECT FROM ("
+		 "    SELECT lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" AS folder"
+		 "      FROM lance_catalog.object WHERE kind = 'namespace') n"
+		 "   WHERE n.folder = $1 OR pg_catalog.starts_with(n.folder, $1 || '/'))",
+		 1,
+		 {TEXTOID}},
+	/*
+	 * The first $2 tables, by id, whose folder is one of the folder keys $1
+	 * (by the index on local_path), with their locations, as the text of a
+	 * JSON array
+	 */
+	[STMT_TABLES_AROUND_FOLDERS] =
+		{"SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+		 "         'id', pg_catalog.to_jsonb(" OBJECT_PATH "), 'location', p.location)"
+		 "         ORDER BY p.id), '[]')::pg_catalog.text"
+		 "  FROM (SELECT t.id, t.parent_id, t.name, t.location FROM lance_catalog.object t"
+		 "         WHERE lance_catalog.local_path(t.location) COLLATE \"C\" = ANY ($1)"
+		 "           AND t.kind = 'table'"
+		 "         ORDER BY t.id LIMIT $2) p",
+		 2,
+		 {TEXTARRAYOID, INT4OID}},
 	/* the longest prefix of folder key $1 that has a setting, with its options */
 };
 
@@ -254,6 +279,72 @@ int
 catalog_tables_coming_under(const char *folder, int limit, char ***ids)
 {
 	return object_ids_near(STMT_TABLES_COMING_UNDER, folder, limit, ids);
+}
+
+/*
+ * The folders where the catalog places tables, as folder keys: the folder
+ * of lance_namespace.root, the local roots and every storage setting's
+ * prefix.  A table at or above one of them holds every table placed there.
+ */
+int
+catalog_placement_roots(char ***roots)
+{
+	char **local;
+	int nlocal = storage_local_root_list(&local);
+	char **settings;
+	LnMap *options;
+	char **vends;
+	int nsettings = catalog_list_storage(&settings, &options, &vends);
+	const char *root = location_root();
+	char *root_folder = root ? location_folder_key(root) : NULL;
+	int n = 0;
+
+	*roots = palloc(sizeof(char *) * (nlocal + nsettings + 1));
+	if (root_folder != NULL)
+		(*roots)[n++] = root_folder;
+	for (int i = 0; i < nlocal; i++)
+		(*roots)[n++] = local[i];
+	for (int i = 0; i < nsettings; i++)
+		(*roots)[n++] = settings[i];
+	return n;
+}
+
+/* True if a namespace's "location" property is at or below folder key `folder`. */
+bool
+catalog_namespace_located_within(const char *folder)
+{
+	Datum values[1] = {CStringGetTextDatum(folder)};
+	bool isnull;
+
+	execute(STMT_NAMESPACE_LOCATED_WITHIN, values, NULL, 1);
+	return DatumGetBool(catalog_result_datum(0, 1, &isnull));
+}
+
+/*
+ * The tables at or above any of the `n` folder keys `folders`, at most
+ * `limit`, as a JSON array of {"id": [...], "location": ...} in the order
+ * they were made (lance_stats()).  Looked up by the folders themselves and
+ * those around them, through the index on the tables' folders: no scan.
+ */
+char *
+catalog_tables_around_folders(const char *const *folders, int n, int limit)
+{
+	Datum values[2];
+	char **around = NULL;
+	int naround = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		size_t room = naround + strlen(folders[i]) + 1;
+
+		around = around ? repalloc(around, sizeof(char *) * room) : palloc(sizeof(char *) * room);
+		naround += catalog_folders_around(folders[i], around + naround);
+		around[naround++] = pstrdup(folders[i]);
+	}
+	values[0] = catalog_text_array_datum(around, naround);
+	values[1] = Int32GetDatum(limit);
+	execute(STMT_TABLES_AROUND_FOLDERS, values, NULL, 1);
+	return catalog_result_text(0, 1);
 }
 
 /*

@@ -140,6 +140,50 @@ op_list_all_tables(const LnRequest *req, LnResponse *resp)
 }
 
 /*
+ * A table's folder holds every folder below it: a table at or above a folder
+ * where the catalog places tables (lance_namespace.root, a local root, a
+ * storage setting's prefix) or a namespace's "location" would be around
+ * every table placed there, and its tables' folders inside another table's
+ * (which the checks below, and a storage setting made later, refuse).  Only
+ * an administrator places a table so; another role's is refused (LN015) as
+ * a namespace location there is (ops_namespace.c).  Any spelling counts:
+ * folders are compared in location_folder_key's.
+ */
+static void
+check_location_holds_no_root(const LnRequest *req, const char *location)
+{
+	char *folder;
+	char *prefix;
+	const char *root = location_root();
+	char *root_folder;
+	const char *what = NULL;
+
+	if (access_caller_is_admin())
+		return;
+	folder = location_folder_key(location);
+	if (folder == NULL)
+		return; /* another store's: the catalog places nothing there */
+	root_folder = root ? location_folder_key(root) : NULL;
+	prefix = storage_managing_prefix(location);
+	if (root_folder != NULL && location_folder_within(root_folder, folder))
+		what = "lance_namespace.root, where the catalog places tables";
+	else if ((prefix != NULL && location_folder_within(prefix, folder)) ||
+			 storage_local_root_below(location) != NULL ||
+			 (!storage_is_local(location) && catalog_storage_below(folder) != NULL))
+		what = "a folder where the catalog manages versions (lance_namespace.local_roots or a "
+			   "storage setting)";
+	else if (catalog_namespace_located_within(folder))
+		what = "a namespace's location";
+	if (what != NULL)
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Give the table a folder of its own, or declare it without a location and "
+						"the catalog chooses one; or ask an administrator.",
+						"only an administrator places table \"%s\" at or above %s: every table "
+						"placed there would be inside its folder",
+						ln_id_string(&req->id, req->id.len), what);
+}
+
+/*
  * The catalog writes manifests, tags and branches in the folder of a managed
  * table: two entries on one folder would overwrite each other's.  A managed
  * location must be no other table's.
@@ -148,8 +192,13 @@ static void
 check_location_free(const LnRequest *req, const char *location, int64 except_id)
 {
 	char *path;
+	char **roots;
+	int nroots;
+	char *in_the_way;
 
 	storage_check_location(location);
+	if (req->location != NULL)
+		check_location_holds_no_root(req, location);
 	if (!storage_is_managed(location))
 		return;
 	/*
@@ -179,12 +228,32 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	 * another's folder could reach into it.  Only an administrator nests
 	 * tables so.
 	 */
-	if (!access_caller_is_admin() && catalog_location_in_use(path, except_id))
-		ln_error_detail(
-			LN_INVALID_INPUT,
-			"Choose a folder apart from every other table's, or ask an administrator.",
-			"location \"%s\" of table \"%s\" is inside or around another table's folder", location,
-			ln_id_string(&req->id, req->id.len));
+	if (access_caller_is_admin())
+		return;
+	nroots = catalog_placement_roots(&roots);
+	in_the_way = catalog_table_in_the_way(path, except_id, (const char *const *)roots, nroots);
+	if (in_the_way == NULL)
+		return;
+	/*
+	 * The caller may not be able to see the table in the way: its name goes
+	 * to the server log, for the administrator who can move it.
+	 */
+	ereport(LOG, (errmsg("lance_namespace: table \"%s\" is in the way of table \"%s\" at \"%s\"",
+						 in_the_way, ln_id_string(&req->id, req->id.len), location),
+				  errhint("Move or deregister table \"%s\", or place \"%s\" elsewhere.", in_the_way,
+						  ln_id_string(&req->id, req->id.len))));
+	if (req->location == NULL)
+		ln_error_detail(LN_INVALID_INPUT,
+						"Declare the table in another namespace, or ask an administrator to move "
+						"the table in the way (the server log names it).",
+						"the folder the catalog chose for table \"%s\" (\"%s\") is inside or "
+						"around another table's folder",
+						ln_id_string(&req->id, req->id.len), location);
+	ln_error_detail(LN_INVALID_INPUT,
+					"Choose a folder apart from every other table's, or ask an administrator (the "
+					"server log names the table in the way).",
+					"location \"%s\" of table \"%s\" is inside or around another table's folder",
+					location, ln_id_string(&req->id, req->id.len));
 }
 
 /*

@@ -87,6 +87,7 @@ extern void storage_check_setting(const char *location, const LnMap *options, co
 extern bool storage_is_managed(const char *location);
 extern char *storage_managing_prefix(const char *location);
 extern char *storage_local_root_below(const char *location);
+extern int storage_local_root_list(char ***roots);
 extern bool storage_is_local(const char *location);
 extern void storage_check_location(const char *location);
 extern void storage_check_location_spelling(const char *location);

@@ -133,6 +133,32 @@ storage_has_local_roots(void)
 	return local_roots != NULL && local_roots[0] != '\0';
 }
 
+/* The local roots, in location_folder_key's spelling: how many, in *roots. */
+int
+storage_local_root_list(char ***roots)
+{
+	char *value;
+	List *root_list;
+	ListCell *lc;
+	int n = 0;
+
+	*roots = NULL;
+	if (!storage_has_local_roots())
+		return 0;
+	value = pstrdup(local_roots);
+	if (!SplitDirectoriesString(value, ',', &root_list))
+		return 0; /* the setting's check hook refuses such a value */
+	*roots = palloc(sizeof(char *) * list_length(root_list));
+	foreach (lc, root_list)
+	{
+		char *root = location_local_path((char *)lfirst(lc));
+
+		if (root != NULL)
+			(*roots)[n++] = root;
+	}
+	return n;
+}
+
 /*
  * A local root that lies near canonical local path `path`, in
  * location_folder_key's spelling: with `below`, one strictly below it;
@@ -142,25 +168,16 @@ storage_has_local_roots(void)
 char *
 storage_local_root_near(const char *path, bool below)
 {
-	char *roots;
-	List *root_list;
-	ListCell *lc;
+	char **roots;
+	int n;
 
-	if (path == NULL || !storage_has_local_roots())
+	if (path == NULL)
 		return NULL;
-	roots = pstrdup(local_roots);
-	if (!SplitDirectoriesString(roots, ',', &root_list))
-		return NULL; /* the setting's check hook refuses such a value */
-	foreach (lc, root_list)
-	{
-		char *root = location_local_path((char *)lfirst(lc));
-
-		if (root == NULL)
-			continue;
-		if (below ? strcmp(root, path) != 0 && location_folder_within(root, path)
-				  : location_folder_within(path, root))
-			return root;
-	}
+	n = storage_local_root_list(&roots);
+	for (int i = 0; i < n; i++)
+		if (below ? strcmp(roots[i], path) != 0 && location_folder_within(roots[i], path)
+				  : location_folder_within(path, roots[i]))
+			return roots[i];
 	return NULL;
 }
 
