@@ -1,6 +1,6 @@
 # lance_namespace: a Lance Namespace catalog inside PostgreSQL.
 EXTENSION = lance_namespace
-EXTVERSION = 0.6.0
+EXTVERSION = 0.7.0
 
 MODULE_big = lance_namespace
 # The module entry point, then every layer's folder (see the README's "Layout").
@@ -10,7 +10,7 @@ OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c src/*/*.c))
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "lance_namespace - Lance Namespace catalog"
 
-REGRESS = registry input_checks hostile_public namespace namespace_errors table table_errors pagination transaction versions batch managed changes change_context change_idle refs rest access reader_listing storage locations feed_identity adopt stats drop_extension
+REGRESS = registry input_checks hostile_public namespace namespace_errors table table_errors pagination transaction versions batch managed changes change_context change_idle refs rest access reader_listing storage locations feed_identity adopt stats role_limits drop_extension
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION = concurrent_create concurrent_drop version_race crossing_batches batch_deregister version_rename change_feed branch_commits drop_register race_answers change_lock_keys rename_snapshot feed_revoke latest_snapshot reindex_lookup stats_holder
 # The specs share helper functions (test/sql/isolation_helpers.sql), so they

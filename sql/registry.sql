@@ -35,9 +35,10 @@ SELECT p.proname AS not_in_registry
  WHERE p.proargtypes = '3802'::pg_catalog.oidvector
    AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype
    AND p.proname NOT IN (SELECT sql_function FROM lance_operations())
-   -- privileges and storage settings, not operations of the spec
+   -- privileges, storage settings and request limits, not operations of the spec
    AND p.proname NOT IN ('lance_grant', 'lance_revoke', 'lance_list_grants',
-                       'lance_set_storage', 'lance_remove_storage');
+                       'lance_set_storage', 'lance_remove_storage',
+                       'lance_set_role_limits', 'lance_list_role_limits');
 
 -- Operation ids and SQL names are unique, and so are the routes.
 SELECT count(*) AS operations, count(DISTINCT operation_id) AS ids,

@@ -9,6 +9,7 @@
 #include "utils/guc.h"
 
 #include "catalog/catalog.h"
+#include "common/rate_buckets.h"
 #include "common/shared_stats.h"
 #include "feed/changes.h"
 #include "http/rest.h"
@@ -36,6 +37,7 @@ _PG_init(void)
 	extension_guard_init();
 	worker_init();
 	shared_stats_init();
+	rate_buckets_init();
 	roles_init();
 	MarkGUCPrefixReserved("lance_namespace");
 }

@@ -113,6 +113,21 @@ extern int catalog_requeue_failed_drops(void);
 extern bool catalog_has_privilege(int64 object_id, Oid role, LnPrivilege privilege);
 extern bool catalog_may_read_path(int n, const int64 *path, Oid role);
 extern bool catalog_role_is(Oid role, const char *name);
+/* A role's request limit through lance_rest() (role_limits.c; catalog_access.c) */
+typedef struct CatalogRoleLimit
+{
+	char *role_name;
+	double requests_per_second;
+	int burst;
+	char *set_by; /* NULL: a role gone since */
+	char *set_at; /* ISO 8601, UTC */
+} CatalogRoleLimit;
+
+extern void catalog_set_role_limit(Oid role, const char *role_name, double requests_per_second,
+								   int burst, Oid set_by);
+extern bool catalog_remove_role_limit(Oid role);
+extern int catalog_list_role_limits(const char *role_name, CatalogRoleLimit **limits);
+extern bool catalog_role_limit(Oid role, double *requests_per_second, int *burst);
 extern void catalog_forget_role(Oid role);
 extern void catalog_rename_role(Oid role, const char *old_name, const char *new_name);
 extern bool catalog_insert_grant(int64 object_id, Oid role, LnPrivilege privilege, Oid granted_by);

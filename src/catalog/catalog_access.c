@@ -104,6 +104,40 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 						  " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
 						  3,
 						  {OIDOID, NAMEOID, NAMEOID}},
+	/* a role's request limit, made or replaced (role_limits.c) */
+	[STMT_SET_ROLE_LIMIT] =
+		{"INSERT INTO lance_catalog.role_limit AS l"
+		 "       (role, role_name, requests_per_second, burst, set_by)"
+		 " VALUES ($1::pg_catalog.regrole, $2, $3, $4, $5::pg_catalog.regrole)"
+		 " ON CONFLICT (role) DO UPDATE SET role_name = EXCLUDED.role_name,"
+		 "   requests_per_second = EXCLUDED.requests_per_second, burst = EXCLUDED.burst,"
+		 "   set_by = EXCLUDED.set_by, set_at = pg_catalog.now()",
+		 5,
+		 {OIDOID, NAMEOID, FLOAT8OID, INT4OID, OIDOID}},
+	[STMT_REMOVE_ROLE_LIMIT] = {"DELETE FROM lance_catalog.role_limit"
+								" WHERE role = $1::pg_catalog.regrole RETURNING 1",
+								1,
+								{OIDOID}},
+	/* the limits of live roles (by OID and name, as grants count), by name */
+	[STMT_LIST_ROLE_LIMITS] =
+		{"SELECT l.role_name::pg_catalog.text, l.requests_per_second, l.burst,"
+		 "       (SELECT r.rolname::pg_catalog.text FROM pg_catalog.pg_roles r"
+		 "         WHERE r.oid OPERATOR(pg_catalog.=) l.set_by::pg_catalog.oid),"
+		 "       pg_catalog.to_char(l.set_at AT TIME ZONE 'UTC', "
+		 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+		 "  FROM lance_catalog.role_limit l"
+		 "  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) l.role::pg_catalog.oid"
+		 "   AND r.rolname OPERATOR(pg_catalog.=) l.role_name"
+		 " WHERE $1::pg_catalog.name IS NULL OR l.role_name OPERATOR(pg_catalog.=) $1"
+		 " ORDER BY l.role_name",
+		 1,
+		 {NAMEOID}},
+	[STMT_FORGET_ROLE_LIMITS] =
+		{"DELETE FROM lance_catalog.role_limit WHERE role = $1::pg_catalog.regrole", 1, {OIDOID}},
+	[STMT_RENAME_ROLE_LIMITS] = {"UPDATE lance_catalog.role_limit SET role_name = $2"
+								 " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
+								 3,
+								 {OIDOID, NAMEOID, NAMEOID}},
 	[STMT_RENAME_ROLE_KEYS] = {"UPDATE lance_catalog.api_key SET role_name = $2"
 							   " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
 							   3,
@@ -180,7 +214,7 @@ catalog_role_is(Oid role, const char *name)
 }
 
 /*
- * Remove the grants and API keys of `role`, which is being dropped, if this
+ * Remove the grants, API keys and request limit of `role`, which is being dropped, if this
  * database holds a catalog of the library's version; otherwise leave them to
  * the check that they name a live role (GRANT_ROLE_IS_LIVE).
  */
@@ -194,10 +228,11 @@ catalog_forget_role(Oid role)
 	catalog_begin();
 	execute(STMT_FORGET_ROLE_GRANTS, values, NULL, 0);
 	execute(STMT_FORGET_ROLE_KEYS, values, NULL, 0);
+	execute(STMT_FORGET_ROLE_LIMITS, values, NULL, 0);
 	catalog_end();
 }
 
-/* Role `role` was renamed from `old_name` to `new_name`: its grants and keys follow. */
+/* Role `role` was renamed from `old_name` to `new_name`: its grants, keys and limit follow. */
 void
 catalog_rename_role(Oid role, const char *old_name, const char *new_name)
 {
@@ -215,6 +250,7 @@ catalog_rename_role(Oid role, const char *old_name, const char *new_name)
 	catalog_begin();
 	execute(STMT_RENAME_ROLE, values, NULL, 0);
 	execute(STMT_RENAME_ROLE_KEYS, values, NULL, 0);
+	execute(STMT_RENAME_ROLE_LIMITS, values, NULL, 0);
 	catalog_end();
 }
 
@@ -359,4 +395,73 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 			(*last_used_at)[i] = DT_NOBEGIN;
 	}
 	return n;
+}
+
+/*
+ * Set the request limit of `role` (named `role_name`) through lance_rest():
+ * `requests_per_second`, in bursts of up to `burst`.
+ */
+void
+catalog_set_role_limit(Oid role, const char *role_name, double requests_per_second, int burst,
+					   Oid set_by)
+{
+	NameData name;
+	Datum values[5];
+
+	namestrcpy(&name, role_name);
+	values[0] = ObjectIdGetDatum(role);
+	values[1] = NameGetDatum(&name);
+	values[2] = Float8GetDatum(requests_per_second);
+	values[3] = Int32GetDatum(burst);
+	values[4] = ObjectIdGetDatum(set_by);
+	execute(STMT_SET_ROLE_LIMIT, values, NULL, 0);
+}
+
+/* Remove the request limit of `role`; false if it had none. */
+bool
+catalog_remove_role_limit(Oid role)
+{
+	Datum values[1] = {ObjectIdGetDatum(role)};
+
+	execute(STMT_REMOVE_ROLE_LIMIT, values, NULL, 0);
+	return SPI_processed > 0;
+}
+
+/*
+ * The request limits of live roles (of `role_name` alone, unless NULL), by
+ * role name: how many, in *limits, in the result context.
+ */
+int
+catalog_list_role_limits(const char *role_name, CatalogRoleLimit **limits)
+{
+	NameData name;
+	Datum values[1];
+	char nulls[1] = {role_name ? ' ' : 'n'};
+	int n;
+
+	if (role_name != NULL)
+		namestrcpy(&name, role_name);
+	values[0] = NameGetDatum(&name);
+	execute(STMT_LIST_ROLE_LIMITS, values, nulls, 0);
+	n = (int)SPI_processed;
+	*limits = MemoryContextAllocZero(catalog_result_cxt, sizeof(CatalogRoleLimit) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		(*limits)[i].role_name = catalog_result_text(i, 1);
+		(*limits)[i].requests_per_second = DatumGetFloat8(catalog_result_datum(i, 2, &isnull));
+		(*limits)[i].burst = DatumGetInt32(catalog_result_datum(i, 3, &isnull));
+		(*limits)[i].set_by = catalog_result_text(i, 4);
+		(*limits)[i].set_at = catalog_result_text(i, 5);
+	}
+	return n;
+}
+
+/* The request limit of `role` through lance_rest(), if it has one (by index, no statement). */
+bool
+catalog_role_limit(Oid role, double *requests_per_second, int *burst)
+{
+	catalog_check_schema_version();
+	return catalog_index_role_limit(role, requests_per_second, burst);
 }

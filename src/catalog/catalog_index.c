@@ -99,6 +99,17 @@ enum
 };
 static const char *const storage_columns[STO_NCOLUMNS] = {"location", "options", "vend"};
 
+enum
+{
+	LIM_ROLE,
+	LIM_ROLE_NAME,
+	LIM_REQUESTS_PER_SECOND,
+	LIM_BURST,
+	LIM_NCOLUMNS
+};
+static const char *const role_limit_columns[LIM_NCOLUMNS] = {"role", "role_name",
+															 "requests_per_second", "burst"};
+
 static struct
 {
 	bool valid;
@@ -110,10 +121,13 @@ static struct
 	Oid storage_key; /* PRIMARY KEY (location) */
 	Oid api_key;
 	Oid api_key_key; /* PRIMARY KEY (id) */
+	Oid role_limit;
+	Oid role_limit_key; /* PRIMARY KEY (role) */
 	AttrNumber object_attnum[OBJ_NCOLUMNS];
 	AttrNumber version_attnum[VER_NCOLUMNS];
 	AttrNumber storage_attnum[STO_NCOLUMNS];
 	AttrNumber api_key_attnum[KEY_NCOLUMNS];
+	AttrNumber role_limit_attnum[LIM_NCOLUMNS];
 } rels;
 
 static void
@@ -197,10 +211,13 @@ find_relations(void)
 	rels.storage_key = catalog_find_relation(schema, "storage_pkey");
 	rels.api_key = catalog_find_relation(schema, "api_key");
 	rels.api_key_key = catalog_find_relation(schema, "api_key_pkey");
+	rels.role_limit = catalog_find_relation(schema, "role_limit");
+	rels.role_limit_key = catalog_find_relation(schema, "role_limit_pkey");
 	catalog_find_columns(rels.object, OBJ_NCOLUMNS, object_columns, rels.object_attnum);
 	catalog_find_columns(rels.version, VER_NCOLUMNS, version_columns, rels.version_attnum);
 	catalog_find_columns(rels.storage, STO_NCOLUMNS, storage_columns, rels.storage_attnum);
 	catalog_find_columns(rels.api_key, KEY_NCOLUMNS, api_key_columns, rels.api_key_attnum);
+	catalog_find_columns(rels.role_limit, LIM_NCOLUMNS, role_limit_columns, rels.role_limit_attnum);
 	catalog_check_index(
 		rels.object_by_parent_name, rels.object, 2,
 		(AttrNumber[]){rels.object_attnum[OBJ_PARENT_ID], rels.object_attnum[OBJ_NAME]}, true, 0);
@@ -213,14 +230,17 @@ find_relations(void)
 						(AttrNumber[]){rels.storage_attnum[STO_LOCATION]}, true, 0);
 	catalog_check_index(rels.api_key_key, rels.api_key, 1,
 						(AttrNumber[]){rels.api_key_attnum[KEY_ID]}, true, 0);
+	catalog_check_index(rels.role_limit_key, rels.role_limit, 1,
+						(AttrNumber[]){rels.role_limit_attnum[LIM_ROLE]}, true, 0);
 	rels.valid = true;
 }
 
 /* The relations a look-up reads, for begin_lookup */
-#define LOOKUP_OBJECT  (1 << 0)
-#define LOOKUP_VERSION (1 << 1)
-#define LOOKUP_STORAGE (1 << 2)
-#define LOOKUP_API_KEY (1 << 3)
+#define LOOKUP_OBJECT	  (1 << 0)
+#define LOOKUP_VERSION	  (1 << 1)
+#define LOOKUP_STORAGE	  (1 << 2)
+#define LOOKUP_API_KEY	  (1 << 3)
+#define LOOKUP_ROLE_LIMIT (1 << 4)
 
 static void
 lock_relation_and_key(Oid relation, Oid key)
@@ -253,6 +273,8 @@ begin_lookup(int which)
 			lock_relation_and_key(rels.storage, rels.storage_key);
 		if (which & LOOKUP_API_KEY)
 			lock_relation_and_key(rels.api_key, rels.api_key_key);
+		if (which & LOOKUP_ROLE_LIMIT)
+			lock_relation_and_key(rels.role_limit, rels.role_limit_key);
 	} while (!rels.valid);
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -473,6 +495,48 @@ catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len, Time
 	table_close(api_key, NoLock);
 	end_lookup();
 	return role;
+}
+
+/*
+ * The request limit of role `role` through lance_rest(), if it has one (as
+ * the role it was set for: the OID and the name it had).  On every request
+ * of a key: a key look-up, no statement.
+ */
+bool
+catalog_index_role_limit(Oid role, double *requests_per_second, int *burst)
+{
+	Snapshot snapshot = begin_lookup(LOOKUP_ROLE_LIMIT);
+	Relation role_limit = table_open(rels.role_limit, NoLock);
+	TupleDesc desc = RelationGetDescr(role_limit);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	bool found = false;
+
+	ScanKeyInit(&key, rels.role_limit_attnum[LIM_ROLE], BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(role));
+	scan = systable_beginscan(role_limit, rels.role_limit_key, true, snapshot, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool isnull;
+		Datum name = heap_getattr(tuple, rels.role_limit_attnum[LIM_ROLE_NAME], desc, &isnull);
+
+		if (!isnull && catalog_index_role_is(role, NameStr(*DatumGetName(name))))
+		{
+			Datum d =
+				heap_getattr(tuple, rels.role_limit_attnum[LIM_REQUESTS_PER_SECOND], desc, &isnull);
+
+			*requests_per_second = isnull ? 0 : DatumGetFloat8(d);
+			d = heap_getattr(tuple, rels.role_limit_attnum[LIM_BURST], desc, &isnull);
+			*burst = isnull ? 1 : DatumGetInt32(d);
+			found = *requests_per_second > 0;
+		}
+	}
+	systable_endscan(scan);
+	table_close(role_limit, NoLock);
+	end_lookup();
+	return found;
 }
 
 /*

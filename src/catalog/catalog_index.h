@@ -42,5 +42,6 @@ extern bool catalog_index_find_storage(const char *folder, char **location, LnMa
 									   LnMap *vend, MemoryContext cxt);
 extern void catalog_index_forget_storage(void);
 extern bool catalog_index_role_is(Oid role, const char *name);
+extern bool catalog_index_role_limit(Oid role, double *requests_per_second, int *burst);
 
 #endif

@@ -38,6 +38,7 @@
 #include "../frame/registry.h"
 #include "../json/json_edge.h"
 #include "../sql/api_keys.h"
+#include "../sql/role_limits.h"
 #include "../sql/stats.h"
 #include "../storage/location.h"
 #include "rest.h"
@@ -417,6 +418,8 @@ run_route(const LnOperationDef *op, const char *own_path, const char *id_segment
 			role = request_role(headers, &authenticated);
 			key_id = authenticated;
 		}
+		/* a role over its request limit is refused before anything runs (429) */
+		role_limits_admit(role);
 		GetUserIdAndSecContext(&gateway_user, &gateway_security);
 		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
 		if (op == NULL && strcmp(own_path, STATS_PATH) == 0)
@@ -586,12 +589,12 @@ lance_rest(PG_FUNCTION_ARGS)
 	const char *body = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	LnMap headers = {0, NULL, NULL};
 	LnMap response_headers = {0, NULL, NULL};
+	char *header_keys[2] = {"content-type", "retry-after"};
+	char *header_values[2] = {"application/json", NULL};
 	RestAnswer answer;
 	TupleDesc tupdesc;
 	Datum values[4];
 	bool nulls[4] = {false, false, false, false};
-	char *content_type_key = "content-type";
-	char *content_type = "application/json";
 	MemoryContext call_cxt = CurrentMemoryContext;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -633,15 +636,21 @@ lance_rest(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 
 	values[0] = Int32GetDatum(answer.status);
+	response_headers.keys = header_keys;
+	response_headers.values = header_values;
 	if (answer.body != NULL)
 	{
 		response_headers.len = 1;
-		response_headers.keys = &content_type_key;
-		response_headers.values = &content_type;
 		values[2] = CStringGetTextDatum(answer.body);
 	}
 	else
 		nulls[2] = true;
+	/* a throttled request is told when to try again (role_limits.c) */
+	if (answer.status == 429 && answer.body != NULL)
+	{
+		header_values[1] = psprintf("%d", role_limits_retry_after());
+		response_headers.len = 2;
+	}
 	values[1] = JsonbPGetDatum(json_encode_map(&response_headers));
 	/* a catalog not yet updated to 0.6.0 declares three columns: heap_form_tuple reads those */
 	if (answer.key_id != NULL)

@@ -507,8 +507,8 @@ decode_request_object(json_object *obj, const char *prefix, uint64 known_fields,
  * A jsonb value as a json-c tree owned by the current memory context, read
  * without JSON text in between, nesting bounded by LN_MAX_JSON_DEPTH.
  */
-static JsonTree *
-jsonb_tree(Jsonb *jsonb, const char *what)
+JsonTree *
+json_request_tree(Jsonb *jsonb, const char *what)
 {
 	JsonTree *tree = json_guard_tree(NULL);
 
@@ -645,7 +645,7 @@ json_request_member_names(uint64 members, const char ***names)
 void
 json_decode_request(Jsonb *request, uint64 known_fields, LnRequest *req)
 {
-	JsonTree *tree = jsonb_tree(request, "the request");
+	JsonTree *tree = json_request_tree(request, "the request");
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
@@ -745,8 +745,9 @@ json_decode_http_request(const char *body, const LnId *path_id, const LnMap *que
 		 * numbers (json_tree.c), keys and duplicates for both ways.
 		 */
 		check_json_text(body, "the request body");
-		tree = jsonb_tree(DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(body))),
-						  "the request body");
+		tree =
+			json_request_tree(DatumGetJsonbP(OidFunctionCall1(F_JSONB_IN, CStringGetDatum(body))),
+							  "the request body");
 		root = tree->root;
 	}
 	if (root == NULL) /* no body, or the literal null */
@@ -806,7 +807,7 @@ LnMap
 json_decode_headers(Jsonb *headers)
 {
 	LnRequest holder;
-	JsonTree *tree = jsonb_tree(headers, "the headers");
+	JsonTree *tree = json_request_tree(headers, "the headers");
 
 	if (tree->root == NULL)
 		ln_error(LN_INVALID_INPUT, "the headers must be a JSON object of strings");
@@ -900,8 +901,8 @@ json_parse_ref_file(const char *text, bool branch, LnRefContents *out)
 }
 
 /* A required string member of the top-level request object. */
-static char *
-required_name(json_object *root, const char *key)
+char *
+json_required_name(json_object *root, const char *key)
 {
 	json_object *member;
 
@@ -917,7 +918,7 @@ required_name(json_object *root, const char *key)
 void
 json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char **privilege)
 {
-	JsonTree *tree = jsonb_tree(request, "the request");
+	JsonTree *tree = json_request_tree(request, "the request");
 	json_object *member;
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
@@ -927,8 +928,8 @@ json_decode_grant(Jsonb *request, bool with_grantee, LnId *id, char **role, char
 	decode_id(member, "", "id", id);
 	if (with_grantee)
 	{
-		*role = required_name(tree->root, "role");
-		*privilege = required_name(tree->root, "privilege");
+		*role = json_required_name(tree->root, "role");
+		*privilege = json_required_name(tree->root, "privilege");
 	}
 	json_release_tree(tree);
 }
@@ -1073,12 +1074,12 @@ void
 json_decode_storage_setting(Jsonb *request, bool with_options, char **location, LnMap *options,
 							LnMap *vend, bool *take_over)
 {
-	JsonTree *tree = jsonb_tree(request, "the request");
+	JsonTree *tree = json_request_tree(request, "the request");
 	json_object *member;
 
 	if (tree->root == NULL || !json_object_is_type(tree->root, json_type_object))
 		ln_error(LN_INVALID_INPUT, "the request must be a JSON object");
-	*location = required_name(tree->root, "location");
+	*location = json_required_name(tree->root, "location");
 	if (!with_options)
 	{
 		json_release_tree(tree);

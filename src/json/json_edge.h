@@ -28,6 +28,8 @@ extern Jsonb *json_encode_grant(const LnId *id, const char *role, const char *pr
 extern void json_decode_storage_setting(Jsonb *request, bool with_options, char **location,
 										LnMap *options, LnMap *vend, bool *take_over);
 extern LnMap json_decode_option_text(const char *text);
+extern void json_decode_role_limits(Jsonb *request, bool for_set, char **role, double *rate,
+									int *burst);
 extern char *json_map_text(const LnMap *map);
 extern LnMap json_decode_vend_text(const char *text);
 extern Jsonb *json_encode_vend(const LnMap *vend);
