@@ -306,7 +306,11 @@ EXCEPTION WHEN OTHERS THEN
            || ' (' || COALESCE(hint::jsonb ->> 'detail', '') || ')';
 END
 $$;
+SET client_min_messages = log;
+\set VERBOSITY terse
 SELECT pg_temp.declare_as_writer('{"id": ["wns", "blocked"]}');
+\set VERBOSITY default
+RESET client_min_messages;
 SELECT lance_drop_namespace('{"id": ["fresh"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SET lance_namespace.local_roots = '';
 SET lance_namespace.root = '';

@@ -238,8 +238,10 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 	 * The caller may not be able to see the table in the way: its name goes
 	 * to the server log, for the administrator who can move it.
 	 */
-	ereport(LOG, (errmsg("lance_namespace: table \"%s\" is in the way of table \"%s\" at \"%s\"",
-						 in_the_way, ln_id_string(&req->id, req->id.len), location),
+	ereport(LOG, (errmsg("lance_namespace: table \"%s\" is in the way of table \"%s\"", in_the_way,
+						 ln_id_string(&req->id, req->id.len)),
+				  errdetail("The folder of table \"%s\" is at, inside or around \"%s\".",
+							in_the_way, location),
 				  errhint("Move or deregister table \"%s\", or place \"%s\" elsewhere.", in_the_way,
 						  ln_id_string(&req->id, req->id.len))));
 	if (req->location == NULL)
