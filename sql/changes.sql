@@ -619,8 +619,54 @@ SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Running"}}
 BEGIN;
 SELECT pg_temp.alter_tx(:'stop_tx', '[{"setStatusAction": {"status": "Queued"}}]');
 ROLLBACK;
+-- Setting Failed on an entry the processor failed is no change, and leaves
+-- it the processor's failure: lance_retry_drops() still queues it.  (The
+-- caller's setting it Failed again took it out of the retries.)
+\! mkdir -p /tmp/lance_namespace_changes/root/ns/gone && chmod -R 777 /tmp/lance_namespace_changes/root/ns/gone
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "failing"], "location": "/tmp/lance_namespace_changes/root/ns/gone/failing.lance"}'));
+UPDATE lance_catalog.object SET location_derived = true
+ WHERE kind = 'table' AND name = 'failing'
+   AND parent_id = (SELECT id FROM lance_catalog.object WHERE parent_id = 0 AND name = 'ch_local');
+SELECT lance_drop_table('{"id": ["ch_local", "failing"]}') ->> 'transaction_id' AS failing_tx \gset
+BEGIN;
+UPDATE lance_catalog.change SET status = 'Failed', drop_failed = true WHERE transaction_id = :'failing_tx';
+SELECT pg_temp.alter_tx(:'failing_tx', '[{"setStatusAction": {"status": "Failed"}}]');
+SELECT status, drop_failed FROM lance_catalog.change WHERE transaction_id = :'failing_tx';
+ROLLBACK;
+SELECT pg_temp.alter_tx(:'failing_tx', '[{"setStatusAction": {"status": "Canceled"}}]');
+-- An open drop's removal is the processor's to report: its maker may stop
+-- it, not mark it done (LN015), which would leave its data for good.
+CREATE ROLE regress_lance_changes_dropper;
+SELECT lance_grant('{"id": ["ch_local"], "role": "regress_lance_changes_dropper", "privilege": "manage"}') ->> 'changed' AS granted;
+SELECT pg_temp.shown(lance_register_table('{"id": ["ch_local", "mine"], "location": "/tmp/lance_namespace_changes/root/ns/gone/mine.lance"}'));
+UPDATE lance_catalog.object SET location_derived = true
+ WHERE kind = 'table' AND name = 'mine'
+   AND parent_id = (SELECT id FROM lance_catalog.object WHERE parent_id = 0 AND name = 'ch_local');
+SET ROLE regress_lance_changes_dropper;
+SELECT lance_drop_table('{"id": ["ch_local", "mine"]}') ->> 'transaction_id' AS mine_tx \gset
+SELECT set_config('regress.mine_tx', :'mine_tx', false) IS NOT NULL AS kept;
+DO $$
+DECLARE
+    status text;
+BEGIN
+    FOREACH status IN ARRAY ARRAY['Succeeded', 'Running', 'Canceled'] LOOP
+        BEGIN
+            PERFORM lance_alter_transaction(jsonb_build_object(
+                'id', jsonb_build_array(current_setting('regress.mine_tx')),
+                'actions', jsonb_build_array(jsonb_build_object('setStatusAction', jsonb_build_object('status', status)))));
+            RAISE NOTICE '% by its maker: ok', status;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE NOTICE '% by its maker: %', status, SQLSTATE;
+        END;
+    END LOOP;
+END
+$$;
+RESET ROLE;
+SELECT status FROM lance_catalog.change WHERE transaction_id = :'mine_tx';
 
 SELECT lance_drop_namespace('{"id": ["ch_local"], "behavior": "Cascade"}') - 'transaction_id' AS lance_drop_namespace;
+DROP OWNED BY regress_lance_changes_dropper;
+DROP ROLE regress_lance_changes_dropper;
 \! rm -rf /tmp/lance_namespace_changes
 SET lance_namespace.local_roots = '';
 

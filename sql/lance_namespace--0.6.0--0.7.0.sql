@@ -11,8 +11,11 @@
 CREATE TABLE lance_catalog.role_limit (
     role                regrole PRIMARY KEY,
     role_name           name NOT NULL,
-    requests_per_second double precision NOT NULL CHECK (requests_per_second > 0),
-    burst               integer NOT NULL CHECK (burst >= 1),
+    -- the operators named: the script runs with the extension's schema,
+    -- where others may create, on its search path
+    requests_per_second double precision NOT NULL
+        CHECK (requests_per_second OPERATOR(pg_catalog.>) 0::pg_catalog.float8),
+    burst               integer NOT NULL CHECK (burst OPERATOR(pg_catalog.>=) 1),
     set_by              regrole,
     set_at              timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
@@ -20,6 +23,12 @@ CREATE TABLE lance_catalog.role_limit (
 COMMENT ON TABLE lance_catalog.role_limit IS 'lance_namespace: request rate limits of roles through lance_rest()';
 
 SELECT pg_catalog.pg_extension_config_dump('lance_catalog.role_limit', '');
+
+-- Namespaces by the folder of their "location" property (0.7.0): a
+-- writer's table location at or above one is refused, found through this.
+CREATE INDEX object_namespace_location_idx
+    ON lance_catalog.object ((lance_catalog.local_path(properties OPERATOR(pg_catalog.->>) 'location')) COLLATE "C")
+    WHERE kind OPERATOR(pg_catalog.=) 'namespace';
 
 -- Set a role's limit: {"role": ..., "requests_per_second": n, "burst": n};
 -- "requests_per_second": null removes it.  List them: {} or {"role": ...}.

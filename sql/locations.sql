@@ -306,11 +306,33 @@ EXCEPTION WHEN OTHERS THEN
            || ' (' || COALESCE(hint::jsonb ->> 'detail', '') || ')';
 END
 $$;
+-- (the writer never sees that name, whatever its client_min_messages)
 SET client_min_messages = log;
-\set VERBOSITY terse
 SELECT pg_temp.declare_as_writer('{"id": ["wns", "blocked"]}');
-\set VERBOSITY default
 RESET client_min_messages;
+SELECT count(*) AS logged
+  FROM regexp_split_to_table(pg_read_file('server.log'), E'\n') l
+ WHERE l LIKE '%LOG:  lance_namespace: table "wns$in_the_way" is in the way of table "wns$blocked"%';
+SELECT lance_deregister_table('{"id": ["wns", "in_the_way"]}') ? 'location' AS deregistered;
+-- Only where the catalog manages no table does one around a root stop
+-- nobody: a table an administrator registered at a storage setting's
+-- prefix is managed, its readers get keys for the whole prefix, so a
+-- writer's table below it is still refused (13); and one around a folder
+-- the root is below, not the table's, still counts.
+SET lance_namespace.root = 's3://lake/cat/tables';
+SELECT lance_register_table('{"id": ["wns", "at_prefix"], "location": "s3://lake/cat"}') ->> 'location' AS by_admin;
+SELECT pg_temp.declare_as_writer('{"id": ["wns", "under_prefix"]}');
+SELECT lance_deregister_table('{"id": ["wns", "at_prefix"]}') ? 'location' AS deregistered;
+SET lance_namespace.root = '/tmp/lance_namespace_locations/around/tables/deep/root';
+SELECT lance_create_namespace('{"id": ["wns", "beside"], "properties": {"location": "/tmp/lance_namespace_locations/around/tables/deep/beside"}}') -> 'properties' AS by_admin;
+SELECT lance_register_table('{"id": ["wns", "deep_outer"], "location": "/tmp/lance_namespace_locations/around/tables/deep"}') ->> 'location' AS by_admin;
+SELECT pg_temp.declare_as_writer('{"id": ["wns", "beside", "t"]}');
+SELECT lance_deregister_table('{"id": ["wns", "deep_outer"]}') ? 'location' AS deregistered;
+-- Nor does one around a root stop a writer's namespace location below it
+-- (15 before): here the root is on S3, where no setting manages it.
+SET lance_namespace.root = 's3://open/tables';
+SELECT lance_register_table('{"id": ["wns", "open_root"], "location": "s3://open"}') ->> 'location' AS by_admin;
+SELECT pg_temp.try_as('regress_loc_writer', 'SELECT lance_create_namespace(''{"id": ["wns", "mine_open"], "properties": {"location": "s3://open/tables/mine"}}'')') AS namespace_below;
 SELECT lance_drop_namespace('{"id": ["fresh"], "behavior": "Cascade"}') ? 'transaction_id' AS dropped;
 SET lance_namespace.local_roots = '';
 SET lance_namespace.root = '';

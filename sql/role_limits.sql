@@ -37,6 +37,8 @@ SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second"
 SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": 1e9}');
 SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": 1, "burst": 0}');
 SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": 1, "burst": 1.5}');
+SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": 1e-12}');
+SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": null, "burst": 5}');
 SELECT lance_set_role_limits('{"role": "regress_rl_other", "request_per_second": 1}');
 SELECT lance_set_role_limits('[]');
 SELECT lance_set_role_limits(NULL);
@@ -61,10 +63,23 @@ SET ROLE regress_rl_other;
 SELECT count(*) FROM lance_catalog.role_limit;
 RESET ROLE;
 
--- A limit follows its role's rename and goes with it when it is dropped;
--- a role made again under the dropped one's name is unlimited.
-ALTER ROLE regress_rl_other RENAME TO regress_rl_renamed;
+-- setting the same again is no change
+SELECT lance_set_role_limits('{"role": "regress_rl_other", "requests_per_second": 1, "burst": 2}') -> 'changed' AS changed;
+
+-- A limit holds for its role by OID: renamed in another database, where
+-- the library cannot carry the name, it still holds (as a grant would
+-- lapse), listed under the new name; it follows a rename here, and goes
+-- with the role when it is dropped; a role made again under the dropped
+-- one's name is unlimited.
+SELECT current_database() AS regress_db \gset
+\c postgres
+ALTER ROLE regress_rl_other RENAME TO regress_rl_elsewhere;
+\c :regress_db
+SELECT (lance_list_role_limits('{"role": "regress_rl_elsewhere"}') #> '{limits,0}') - 'set_at' AS renamed_elsewhere;
+SELECT role_name FROM lance_catalog.role_limit WHERE role = 'regress_rl_elsewhere'::regrole;
+ALTER ROLE regress_rl_elsewhere RENAME TO regress_rl_renamed;
 SELECT (lance_list_role_limits('{"role": "regress_rl_renamed"}') #> '{limits,0}') - 'set_at' AS renamed;
+SELECT role_name FROM lance_catalog.role_limit WHERE role = 'regress_rl_renamed'::regrole;
 DROP ROLE regress_rl_renamed;
 SELECT count(*) AS left_behind FROM lance_catalog.role_limit WHERE role_name LIKE 'regress_rl_%';
 CREATE ROLE regress_rl_renamed;

@@ -123,7 +123,7 @@ typedef struct CatalogRoleLimit
 	char *set_at; /* ISO 8601, UTC */
 } CatalogRoleLimit;
 
-extern void catalog_set_role_limit(Oid role, const char *role_name, double requests_per_second,
+extern bool catalog_set_role_limit(Oid role, const char *role_name, double requests_per_second,
 								   int burst, Oid set_by);
 extern bool catalog_remove_role_limit(Oid role);
 extern int catalog_list_role_limits(const char *role_name, CatalogRoleLimit **limits);

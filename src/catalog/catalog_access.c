@@ -111,31 +111,36 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " VALUES ($1::pg_catalog.regrole, $2, $3, $4, $5::pg_catalog.regrole)"
 		 " ON CONFLICT (role) DO UPDATE SET role_name = EXCLUDED.role_name,"
 		 "   requests_per_second = EXCLUDED.requests_per_second, burst = EXCLUDED.burst,"
-		 "   set_by = EXCLUDED.set_by, set_at = pg_catalog.now()",
+		 "   set_by = EXCLUDED.set_by, set_at = pg_catalog.now()"
+		 " WHERE (l.requests_per_second, l.burst, l.role_name)"
+		 "       IS DISTINCT FROM (EXCLUDED.requests_per_second, EXCLUDED.burst, "
+		 "EXCLUDED.role_name)"
+		 " RETURNING 1",
 		 5,
 		 {OIDOID, NAMEOID, FLOAT8OID, INT4OID, OIDOID}},
 	[STMT_REMOVE_ROLE_LIMIT] = {"DELETE FROM lance_catalog.role_limit"
 								" WHERE role = $1::pg_catalog.regrole RETURNING 1",
 								1,
 								{OIDOID}},
-	/* the limits of live roles (by OID and name, as grants count), by name */
+	/* the limits of roles that exist, by the OID (as they are enforced), by current name */
 	[STMT_LIST_ROLE_LIMITS] =
-		{"SELECT l.role_name::pg_catalog.text, l.requests_per_second, l.burst,"
-		 "       (SELECT r.rolname::pg_catalog.text FROM pg_catalog.pg_roles r"
-		 "         WHERE r.oid OPERATOR(pg_catalog.=) l.set_by::pg_catalog.oid),"
+		{"SELECT r.rolname::pg_catalog.text, l.requests_per_second, l.burst,"
+		 "       (SELECT s.rolname::pg_catalog.text FROM pg_catalog.pg_roles s"
+		 "         WHERE s.oid OPERATOR(pg_catalog.=) l.set_by::pg_catalog.oid),"
 		 "       pg_catalog.to_char(l.set_at AT TIME ZONE 'UTC', "
 		 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 		 "  FROM lance_catalog.role_limit l"
 		 "  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) l.role::pg_catalog.oid"
-		 "   AND r.rolname OPERATOR(pg_catalog.=) l.role_name"
-		 " WHERE $1::pg_catalog.name IS NULL OR l.role_name OPERATOR(pg_catalog.=) $1"
-		 " ORDER BY l.role_name",
+		 " WHERE $1::pg_catalog.name IS NULL OR r.rolname OPERATOR(pg_catalog.=) $1"
+		 " ORDER BY r.rolname",
 		 1,
 		 {NAMEOID}},
 	[STMT_FORGET_ROLE_LIMITS] =
 		{"DELETE FROM lance_catalog.role_limit WHERE role = $1::pg_catalog.regrole", 1, {OIDOID}},
+	/* by the OID alone, as limits hold: a name missed elsewhere is caught up here */
 	[STMT_RENAME_ROLE_LIMITS] = {"UPDATE lance_catalog.role_limit SET role_name = $2"
-								 " WHERE role = $1::pg_catalog.regrole AND role_name = $3",
+								 " WHERE role = $1::pg_catalog.regrole AND role_name <> $2"
+								 "   AND $3::pg_catalog.name IS NOT NULL",
 								 3,
 								 {OIDOID, NAMEOID, NAMEOID}},
 	[STMT_RENAME_ROLE_KEYS] = {"UPDATE lance_catalog.api_key SET role_name = $2"
@@ -399,9 +404,10 @@ catalog_list_api_keys(char ***ids, Oid **roles, Oid **created_by, TimestampTz **
 
 /*
  * Set the request limit of `role` (named `role_name`) through lance_rest():
- * `requests_per_second`, in bursts of up to `burst`.
+ * `requests_per_second`, in bursts of up to `burst`.  False if it was that
+ * already.
  */
-void
+bool
 catalog_set_role_limit(Oid role, const char *role_name, double requests_per_second, int burst,
 					   Oid set_by)
 {
@@ -415,6 +421,7 @@ catalog_set_role_limit(Oid role, const char *role_name, double requests_per_seco
 	values[3] = Int32GetDatum(burst);
 	values[4] = ObjectIdGetDatum(set_by);
 	execute(STMT_SET_ROLE_LIMIT, values, NULL, 0);
+	return SPI_processed > 0;
 }
 
 /* Remove the request limit of `role`; false if it had none. */
@@ -428,8 +435,8 @@ catalog_remove_role_limit(Oid role)
 }
 
 /*
- * The request limits of live roles (of `role_name` alone, unless NULL), by
- * role name: how many, in *limits, in the result context.
+ * The request limits of the roles that exist (of `role_name` alone, unless
+ * NULL), by role name: how many, in *limits, in the result context.
  */
 int
 catalog_list_role_limits(const char *role_name, CatalogRoleLimit **limits)

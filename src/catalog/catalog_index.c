@@ -498,9 +498,11 @@ catalog_index_authenticate(const char *id, const uint8 *hash, int hash_len, Time
 }
 
 /*
- * The request limit of role `role` through lance_rest(), if it has one (as
- * the role it was set for: the OID and the name it had).  On every request
- * of a key: a key look-up, no statement.
+ * The request limit of role `role` through lance_rest(), if it has one.  By
+ * the OID alone, unlike grants: a limit must not lapse when the role is
+ * renamed where the catalog cannot see it (another database), and a role
+ * given a dropped role's OID inheriting a limit errs on the safe side.  On
+ * every request of a key: a key look-up, no statement.
  */
 bool
 catalog_index_role_limit(Oid role, double *requests_per_second, int *burst)
@@ -519,18 +521,17 @@ catalog_index_role_limit(Oid role, double *requests_per_second, int *burst)
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
 	{
-		bool isnull;
-		Datum name = heap_getattr(tuple, rels.role_limit_attnum[LIM_ROLE_NAME], desc, &isnull);
+		bool rate_null;
+		bool burst_null;
+		Datum rate =
+			heap_getattr(tuple, rels.role_limit_attnum[LIM_REQUESTS_PER_SECOND], desc, &rate_null);
+		Datum most = heap_getattr(tuple, rels.role_limit_attnum[LIM_BURST], desc, &burst_null);
 
-		if (!isnull && catalog_index_role_is(role, NameStr(*DatumGetName(name))))
+		if (!rate_null && !burst_null)
 		{
-			Datum d =
-				heap_getattr(tuple, rels.role_limit_attnum[LIM_REQUESTS_PER_SECOND], desc, &isnull);
-
-			*requests_per_second = isnull ? 0 : DatumGetFloat8(d);
-			d = heap_getattr(tuple, rels.role_limit_attnum[LIM_BURST], desc, &isnull);
-			*burst = isnull ? 1 : DatumGetInt32(d);
-			found = *requests_per_second > 0;
+			*requests_per_second = DatumGetFloat8(rate);
+			*burst = DatumGetInt32(most);
+			found = *requests_per_second > 0 && *burst >= 1;
 		}
 	}
 	systable_endscan(scan);

@@ -17,6 +17,7 @@
 #include "utils/resowner.h"
 
 #include "../storage/location.h"
+#include "../storage/storage.h"
 #include "catalog.h"
 #include "catalog_index.h"
 #include "catalog_internal.h"
@@ -112,7 +113,7 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " WHERE o.kind = 'table'",
 		 2,
 		 {INT8ARRAYOID, TEXTARRAYOID}},
-	/* a table at the folder, inside it, or around it: the first one made, by its id */
+	/* a table at the folder, inside it, or around it: one of them, by its id */
 	[STMT_LOCATION_IN_USE] =
 		{"SELECT pg_catalog.array_to_string(" OBJECT_PATH ", '$') FROM ("
 		 "  SELECT id, parent_id, name FROM lance_catalog.object"
@@ -122,7 +123,7 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 "              AND lance_catalog.local_path(location) COLLATE \"C\" < $1 || '0')"
 		 "          OR lance_catalog.local_path(location) COLLATE \"C\" = ANY ($2))"
 		 "     AND id <> $3"
-		 "   ORDER BY id LIMIT 1) p",
+		 "   LIMIT 1) p",
 		 3,
 		 {TEXTOID, TEXTARRAYOID, INT8OID}},
 	/* another table on exactly this folder */
@@ -392,23 +393,33 @@ catalog_folders_around(const char *path, char **around)
 	return n;
 }
 
-/* True if `folder` is one of the `n` folder keys of `roots`, or holds one. */
+/*
+ * True if a table at folder key `folder`, around `path`, does not count as
+ * in its way: `folder` holds one of the `n` folder keys of `roots` that
+ * `path` lies in (a table there, registered before locations at the roots
+ * were refused or by an administrator, holds every folder the catalog
+ * chooses below it, and must not stop every other table), and the catalog
+ * manages no table at `folder` (none writes, removes or vends credentials
+ * there for such a table: a table at or above a local root is not managed;
+ * one at a storage setting's prefix is, and its readers are handed keys for
+ * the whole prefix, so it still counts).
+ */
 static bool
-folder_holds_any(const char *folder, const char *const *roots, int n)
+around_a_root(const char *folder, const char *path, const char *const *roots, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (roots[i] != NULL && location_folder_within(roots[i], folder))
-			return true;
+		if (roots[i] != NULL && location_folder_within(roots[i], folder) &&
+			location_folder_within(path, roots[i]))
+			return !storage_is_managed(folder);
 	return false;
 }
 
 /*
  * The id (names joined by '$') of a table other than except_id that uses
  * folder key `path`: at it, inside it, or in a folder around it; NULL if
- * none does.  A folder around it that is at or above one of the `nroots`
- * folder keys of `roots` does not count: a table there (registered before
- * locations at the roots were refused, or by an administrator) holds every
- * folder the catalog chooses, and must not stop every other table.
+ * none does.  A folder around it at or above one of the `nroots` folder
+ * keys of `roots` that `path` lies in does not count when the catalog
+ * manages no table there (around_a_root).
  */
 char *
 catalog_table_in_the_way(const char *path, int64 except_id, const char *const *roots, int nroots)
@@ -419,7 +430,7 @@ catalog_table_in_the_way(const char *path, int64 except_id, const char *const *r
 	int n = 0;
 
 	for (int i = 0; i < around; i++)
-		if (!folder_holds_any(ancestors[i], roots, nroots))
+		if (!around_a_root(ancestors[i], path, roots, nroots))
 			ancestors[n++] = ancestors[i];
 	values[0] = CStringGetTextDatum(path);
 	values[1] = catalog_text_array_datum(ancestors, n);

@@ -105,14 +105,20 @@ static const StatementDef statement_defs[NUM_CATALOG_STATEMENTS] = {
 		 " ORDER BY p.id",
 		 2,
 		 {TEXTOID, INT4OID}},
-	/* a namespace whose "location" is at or below folder key $1 */
+	/* a namespace whose "location" is at or below folder key $1 (object_namespace_location_idx) */
 	[STMT_NAMESPACE_LOCATED_WITHIN] =
-		{"SELECT EXISTS (SELECT FROM ("
-		 "    SELECT lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" AS folder"
-		 "      FROM lance_catalog.object WHERE kind = 'namespace') n"
-		 "   WHERE n.folder = $1 OR pg_catalog.starts_with(n.folder, $1 || '/'))",
+		{"SELECT EXISTS (SELECT FROM lance_catalog.object"
+		 "  WHERE kind = 'namespace'"
+		 "    AND (lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" = $1"
+		 "         OR (lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" >= $1 || "
+		 "'/'"
+		 "             AND lance_catalog.local_path(properties ->> 'location') COLLATE \"C\" < $1 "
+		 "|| "
+		 "'0')))",
 		 1,
 		 {TEXTOID}},
+	/* every setting's prefix, no options */
+	[STMT_LIST_STORAGE_LOCATIONS] = {"SELECT location FROM lance_catalog.storage", 0, {InvalidOid}},
 	/*
 	 * The first $2 tables, by id, whose folder is one of the folder keys $1
 	 * (by the index on local_path), with their locations, as the text of a
@@ -292,13 +298,17 @@ catalog_placement_roots(char ***roots)
 	char **local;
 	int nlocal = storage_local_root_list(&local);
 	char **settings;
-	LnMap *options;
-	char **vends;
-	int nsettings = catalog_list_storage(&settings, &options, &vends);
+	int nsettings;
 	const char *root = location_root();
 	char *root_folder = root ? location_folder_key(root) : NULL;
 	int n = 0;
 
+	/* the prefixes alone: their options hold secrets */
+	execute(STMT_LIST_STORAGE_LOCATIONS, NULL, NULL, 0);
+	nsettings = (int)SPI_processed;
+	settings = palloc(sizeof(char *) * (nsettings + 1));
+	for (int i = 0; i < nsettings; i++)
+		settings[i] = catalog_result_text(i, 1);
 	*roots = palloc(sizeof(char *) * (nlocal + nsettings + 1));
 	if (root_folder != NULL)
 		(*roots)[n++] = root_folder;

@@ -136,8 +136,9 @@ static Oid rest_schema = InvalidOid;
 typedef struct RestAnswer
 {
 	int status;
-	char *body;	  /* NULL: no body */
-	char *key_id; /* the id of the API key the request authenticated with; NULL: none */
+	char *body;		 /* NULL: no body */
+	char *key_id;	 /* the id of the API key the request authenticated with; NULL: none */
+	int retry_after; /* seconds a request refused for its role's limit waits; 0: none */
 } RestAnswer;
 
 /* The HTTP status of each Lance error code (spec's error table; 22, 23 from the reference adapter).
@@ -186,7 +187,7 @@ status_of_code(int code)
 static RestAnswer
 error_answer(int code, const char *message)
 {
-	RestAnswer answer = {status_of_code(code), ln_error_body(code, message, NULL), NULL};
+	RestAnswer answer = {status_of_code(code), ln_error_body(code, message, NULL), NULL, 0};
 
 	return answer;
 }
@@ -389,9 +390,12 @@ run_route(const LnOperationDef *op, const char *own_path, const char *id_segment
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	RestAnswer answer = {200, NULL, NULL};
+	RestAnswer answer = {200, NULL, NULL, 0};
 	/* set inside PG_TRY, read after an error: a request refused after its key authenticated */
 	char *volatile key_id = NULL;
+	/* the same: the wait a request refused for its role's limit is told (Retry-After) */
+	volatile int retry_after = 0;
+	RoleLimitRefusal refusal;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -419,7 +423,11 @@ run_route(const LnOperationDef *op, const char *own_path, const char *id_segment
 			key_id = authenticated;
 		}
 		/* a role over its request limit is refused before anything runs (429) */
-		role_limits_admit(role);
+		if (!role_limits_admit(role, &refusal))
+		{
+			retry_after = refusal.wait_seconds;
+			role_limits_refuse(role, &refusal);
+		}
 		GetUserIdAndSecContext(&gateway_user, &gateway_security);
 		SetUserIdAndSecContext(role, gateway_security | SECURITY_LOCAL_USERID_CHANGE);
 		if (op == NULL && strcmp(own_path, STATS_PATH) == 0)
@@ -470,7 +478,7 @@ run_route(const LnOperationDef *op, const char *own_path, const char *id_segment
 			ReThrowError(edata);
 		if (ln_is_lance_error(edata->sqlerrcode) && edata->detail != NULL)
 			answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
-								  pstrdup(edata->detail), NULL};
+								  pstrdup(edata->detail), NULL, 0};
 		else
 		{
 			char *message;
@@ -480,12 +488,13 @@ run_route(const LnOperationDef *op, const char *own_path, const char *id_segment
 			/* only an internal error's detail is kept, for the server log */
 			answer = (RestAnswer){status_of_code(code),
 								  ln_error_body(code, message, code == LN_INTERNAL ? detail : NULL),
-								  NULL};
+								  NULL, 0};
 		}
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
 	answer.key_id = key_id;
+	answer.retry_after = retry_after;
 	return answer;
 }
 
@@ -631,7 +640,7 @@ lance_rest(PG_FUNCTION_ARGS)
 			ln_error_detail(code, detail, "%s", message);
 		}
 		answer = (RestAnswer){status_of_code(ln_error_code_of_sqlstate(edata->sqlerrcode)),
-							  edata->detail, NULL};
+							  edata->detail, NULL, 0};
 	}
 	PG_END_TRY();
 
@@ -645,10 +654,10 @@ lance_rest(PG_FUNCTION_ARGS)
 	}
 	else
 		nulls[2] = true;
-	/* a throttled request is told when to try again (role_limits.c) */
-	if (answer.status == 429 && answer.body != NULL)
+	/* a request refused for its role's limit is told when to try again (role_limits.c) */
+	if (answer.retry_after > 0 && answer.body != NULL)
 	{
-		header_values[1] = psprintf("%d", role_limits_retry_after());
+		header_values[1] = psprintf("%d", answer.retry_after);
 		response_headers.len = 2;
 	}
 	values[1] = JsonbPGetDatum(json_encode_map(&response_headers));

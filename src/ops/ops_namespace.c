@@ -73,6 +73,8 @@ check_location_property(const LnRequest *req, const LnMap *properties)
 {
 	const char *location = ln_map_get(properties, "location");
 	char *folder;
+	char **roots;
+	int nroots;
 
 	if (location == NULL)
 		return;
@@ -103,7 +105,10 @@ check_location_property(const LnRequest *req, const LnMap *properties)
 						"around a folder where the catalog manages versions (lance_namespace."
 						"local_roots or a storage setting)",
 						ln_id_string(&req->id, req->id.len));
-	if (catalog_location_in_use(folder, CATALOG_ROOT_ID))
+	nroots = catalog_placement_roots(&roots);
+	/* a table around a root (lance_stats()'s tables_around_roots) stops nobody: ops_table.c */
+	if (catalog_table_in_the_way(folder, CATALOG_ROOT_ID, (const char *const *)roots, nroots) !=
+		NULL)
 		ln_error_detail(LN_PERMISSION_DENIED,
 						"Choose a folder apart from every table's, or ask an administrator.",
 						"only an administrator gives namespace \"%s\" a location at, inside or "

@@ -236,14 +236,16 @@ check_location_free(const LnRequest *req, const char *location, int64 except_id)
 		return;
 	/*
 	 * The caller may not be able to see the table in the way: its name goes
-	 * to the server log, for the administrator who can move it.
+	 * to the server log alone (never to the client, whatever its
+	 * client_min_messages), for the administrator who can move it.
 	 */
-	ereport(LOG, (errmsg("lance_namespace: table \"%s\" is in the way of table \"%s\"", in_the_way,
-						 ln_id_string(&req->id, req->id.len)),
-				  errdetail("The folder of table \"%s\" is at, inside or around \"%s\".",
-							in_the_way, location),
-				  errhint("Move or deregister table \"%s\", or place \"%s\" elsewhere.", in_the_way,
-						  ln_id_string(&req->id, req->id.len))));
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("lance_namespace: table \"%s\" is in the way of table \"%s\"", in_the_way,
+					ln_id_string(&req->id, req->id.len)),
+			 errdetail("The folder of table \"%s\" is at, inside or around \"%s\".", in_the_way,
+					   location),
+			 errhint("Move or deregister table \"%s\", or place \"%s\" elsewhere.", in_the_way,
+					 ln_id_string(&req->id, req->id.len))));
 	if (req->location == NULL)
 		ln_error_detail(LN_INVALID_INPUT,
 						"Declare the table in another namespace, or ask an administrator to move "

@@ -79,14 +79,26 @@ op_describe_transaction(const LnRequest *req, LnResponse *resp)
  * the status it has is no change.  The one way back is the documented
  * requeue of a failed drop, an administrator's (lance_retry_drops() does
  * the same for the processor's failures).  Queued, Running and Canceled
- * are a drop's states before the processor ends it, and stay open.
+ * are a drop's states before the processor ends it, and stay open; but
+ * that its data is gone (Succeeded) only the processor says, or an
+ * administrator.
  */
 static void
 check_status_change(const char *id, const char *recorded, const char *status)
 {
 	bool final = strcmp(recorded, "Succeeded") == 0 || strcmp(recorded, "Failed") == 0;
 
-	if (!final || strcmp(recorded, status) == 0)
+	if (strcmp(recorded, status) == 0)
+		return;
+	/* an open drop's removal is the processor's to report, or an administrator's */
+	if (!final && strcmp(status, "Succeeded") == 0 && !access_caller_is_admin())
+		ln_error_detail(LN_PERMISSION_DENIED,
+						"Set it Canceled or Failed to stop it; the drop processor sets Succeeded "
+						"once the data is removed.",
+						"only the drop processor or an administrator sets transaction \"%s\" "
+						"Succeeded: it is %s",
+						id, recorded);
+	if (!final)
 		return;
 	if (strcmp(recorded, "Failed") == 0 && strcmp(status, "Queued") == 0 &&
 		access_caller_is_admin())
@@ -142,8 +154,6 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 					ln_error(LN_PERMISSION_DENIED,
 							 "only an administrator sets a transaction's status to Queued");
 				check_status_change(id, recorded_status, resp->status);
-				/* a drop set Failed here is the caller's stop: lance_retry_drops() leaves it */
-				setter = CHANGE_SET_BY_CALLER;
 				break;
 			case LN_ACTION_SET_PROPERTY:
 				at = ln_map_index(props, a->key);
@@ -182,5 +192,12 @@ op_alter_transaction(const LnRequest *req, LnResponse *resp)
 		}
 	}
 	ln_error_set_element(NULL);
+	/*
+	 * A drop set Failed here is the caller's stop: lance_retry_drops() leaves
+	 * it.  The status it had already is no change, and keeps who set it (a
+	 * processor's Failed stays one to retry).
+	 */
+	if (strcmp(resp->status, recorded_status) != 0)
+		setter = CHANGE_SET_BY_CALLER;
 	catalog_set_change(id, resp->status, props, setter);
 }

@@ -34,8 +34,8 @@
 #include "../json/json_edge.h"
 #include "role_limits.h"
 
-/* The wait the last refusal of this backend told, in whole seconds. */
-static int last_retry_after = 1;
+/* The longest wait a refusal tells (Retry-After), in seconds. */
+#define MAX_WAIT_SECONDS 3600
 
 /* One limit as JSON: {"role", "requests_per_second", "burst"[, "set_by", "set_at"]}. */
 static void
@@ -91,7 +91,7 @@ set_role_limits(Jsonb *request)
 		burst = rate < 1 ? 1 : (int)ceil(rate);
 	catalog_begin();
 	if (rate > 0)
-		catalog_set_role_limit(role, role_name, rate, burst, access_caller());
+		changed = catalog_set_role_limit(role, role_name, rate, burst, access_caller());
 	else
 		changed = catalog_remove_role_limit(role);
 	catalog_end();
@@ -139,36 +139,38 @@ list_role_limits(Jsonb *request)
 }
 
 /*
- * Admit a REST request of `role`, or refuse it (LN021) while the role is
- * over its limit.  One index look-up for a role without a limit.
+ * Whether a REST request of `role` may run now: true, or false with the
+ * role's limit and the wait in *refusal.  One index look-up for a role
+ * without a limit.
  */
-void
-role_limits_admit(Oid role)
+bool
+role_limits_admit(Oid role, RoleLimitRefusal *refusal)
 {
-	double rate;
-	int burst;
 	double wait;
 	bool limited;
 
 	catalog_begin();
-	limited = catalog_role_limit(role, &rate, &burst);
+	limited = catalog_role_limit(role, &refusal->requests_per_second, &refusal->burst);
 	catalog_end();
-	if (!limited || rate_bucket_take(MyDatabaseId, role, rate, burst, &wait))
-		return;
-	last_retry_after = wait < 1 ? 1 : (int)ceil(wait);
+	if (!limited ||
+		rate_bucket_take(MyDatabaseId, role, refusal->requests_per_second, refusal->burst, &wait))
+		return true;
+	refusal->wait_seconds = wait < 1				  ? 1
+							: wait > MAX_WAIT_SECONDS ? MAX_WAIT_SECONDS
+													  : (int)ceil(wait);
+	return false;
+}
+
+/* Refuse a request of `role` that role_limits_admit did not admit: LN021. */
+void
+role_limits_refuse(Oid role, const RoleLimitRefusal *refusal)
+{
 	ln_error_detail(LN_THROTTLING,
 					psprintf("Wait %d s and try again, or ask an administrator to raise the "
 							 "limit (lance_set_role_limits).",
-							 last_retry_after),
+							 refusal->wait_seconds),
 					"role \"%s\" is over its limit of %.15g requests a second (bursts of %d)",
-					GetUserNameFromId(role, false), rate, burst);
-}
-
-/* Retry-After, in seconds, for a request refused as throttled. */
-int
-role_limits_retry_after(void)
-{
-	return last_retry_after;
+					GetUserNameFromId(role, false), refusal->requests_per_second, refusal->burst);
 }
 
 PG_FUNCTION_INFO_V1(lance_set_role_limits);
