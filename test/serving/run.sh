@@ -34,6 +34,11 @@
 #                   on no command line (strace), in no warning; an
 #                   LN_DATA that exists keeps its mode; settings that
 #                   would add to nginx.conf are refused
+#   35_slow_clients  4,000 connections from 127.0.0.2 trickling their
+#                   headers are all held while 127.0.0.1's requests are each
+#                   answered in under 1 s, and each is cut off within 20 s;
+#                   LN_GATEWAY_CONNECTIONS_PER_ADDRESS=200: of 600 slow
+#                   bodies from one address most are refused 429 (code 21)
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again
@@ -67,6 +72,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
 unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS LN_GATEWAY_ADDRESS
 unset LN_REQUEST_TIMEOUT LN_GATEWAY_CONNECTIONS LN_DATABASE_URL LN_DATABASE_READ_URL LN_READ_MAX_LAG
+unset LN_GATEWAY_CONNECTIONS_PER_ADDRESS
 
 command -v curl >/dev/null || die "the serving test needs curl"
 need_gateway_test_packages
