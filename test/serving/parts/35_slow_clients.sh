@@ -18,7 +18,10 @@
 #            127.0.0.2 whose bodies come a byte a second: at most 200 held,
 #            the others refused 429 with a Lance body (code 21), Retry-After
 #            and an X-Request-Id, and error.log says "limiting connections";
-#            a request of 127.0.0.1 is answered 200 meanwhile
+#            a request of 127.0.0.1 is answered 200 meanwhile; one of
+#            127.0.0.2 with a secret in its query string is refused 400
+#            (code 13) before the limit, whose error.log line would quote
+#            the query, and the secret is in no log
 #
 # The bounds on time are the point of the checks and have margin: the
 # 127.0.0.1 requests are a listing a worker answers in milliseconds (the
@@ -106,6 +109,10 @@ else
 fi
 check "meanwhile a request from 127.0.0.1: 200" 200 \
 	"$(curl -sS -o /dev/null --max-time 10 -w '%{http_code}' -H "x-api-key: $KEY" "$GW/v1/namespace/ns/list" 2>&1)"
+S35_SECRET="s35secret$RANDOM$RANDOM"
+check "a request from 127.0.0.2 with a secret in its query string: 400, code 13 (refused before the limit)" "400 13" \
+	"$(curl -sS --interface 127.0.0.2 --max-time 10 -o "$WORK/s35.secret" -w '%{http_code}' \
+		"$GW/v1/namespace/ns/list?token=$S35_SECRET" 2>&1) $(json_code "$WORK/s35.secret")"
 wait "$s35_bodies" || true
 s35_refused="$(jq -r '.statuses["429"] // 0' "$WORK/s35.bodies.json" 2>/dev/null || echo 0)"
 s35_held="$(jq -r '.statuses.none // 0' "$WORK/s35.bodies.json" 2>/dev/null || echo 0)"
@@ -122,4 +129,6 @@ else
 fi
 check "error.log says \"limiting connections\"" yes \
 	"$(grep -q 'limiting connections' "$GW_PREFIX/error.log" && echo yes || echo no)"
+check "the query's secret is in neither log" 0 \
+	"$(grep -c -F "$S35_SECRET" "$GW_PREFIX/error.log" "$GW_PREFIX/access.log" | awk -F: '{ n += $NF } END { print n + 0 }')"
 gw_down
