@@ -774,8 +774,8 @@ gateway_words() {
 }
 
 # The largest values the gateway's settings take: a day's seconds, and
-# more connections than any server gives; requests in flight from one
-# address.
+# more connections than any server gives (database connections, and a
+# key's requests in flight); requests in flight from one address.
 LN_SECONDS_MAX=86400
 LN_GATEWAY_CONNECTIONS_MAX=10000
 LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX=100000
@@ -845,8 +845,8 @@ count_setting() {
 
 # check_gateway_settings <prefix> <port>: die unless the gateway's settings
 # (LN_REQUEST_TIMEOUT, LN_READ_MAX_LAG, LN_GATEWAY_CONNECTIONS,
-# LN_GATEWAY_CONNECTIONS_PER_ADDRESS, LN_GATEWAY_ADDRESS, LN_GATEWAY_HOSTS,
-# LN_GATEWAY_ORIGINS, its folder and port) have their
+# LN_GATEWAY_CONNECTIONS_PER_ADDRESS, LN_KEY_CONCURRENCY, LN_GATEWAY_ADDRESS,
+# LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS, its folder and port) have their
 # forms; set GATEWAY_HOSTS and GATEWAY_ORIGINS to the lists as nginx.conf
 # takes them.  It changes nothing: scripts/gateway.sh and scripts/run.sh
 # call it before they start, start_gateway_url before it writes anything.
@@ -859,6 +859,7 @@ check_gateway_settings() {
 	count_setting LN_GATEWAY_CONNECTIONS "$total" "$LN_GATEWAY_CONNECTIONS_MAX"
 	count_setting LN_GATEWAY_CONNECTIONS_PER_ADDRESS "${LN_GATEWAY_CONNECTIONS_PER_ADDRESS:-}" \
 		"$LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX"
+	count_setting LN_KEY_CONCURRENCY "${LN_KEY_CONCURRENCY:-}" "$LN_GATEWAY_CONNECTIONS_MAX"
 	if ! [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
 		die "LN_GATEWAY_PORT must be a port number (1 to 65535), got '$port'"
 	fi
@@ -894,7 +895,7 @@ start_gateway_url() {
 	local prefix="$1" port="$2" url="$3" i
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local workers per_worker lua conf log_from
+	local workers per_worker lua conf log_from key_concurrency
 	local per_address="${LN_GATEWAY_CONNECTIONS_PER_ADDRESS:-$LN_GATEWAY_CONNECTIONS_PER_ADDRESS_DEFAULT}"
 	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
@@ -914,6 +915,10 @@ start_gateway_url() {
 	workers="$(nproc)"
 	((workers <= total)) || workers="$total"
 	per_worker=$((total / workers))
+	# a key's requests in flight: a quarter of the database connections,
+	# so that three other keys at their most still leave some
+	key_concurrency="${LN_KEY_CONCURRENCY:-$((total / 4))}"
+	((key_concurrency >= 1)) || key_concurrency=1
 	# its logs name every request's path and key id: its OS user's alone
 	as_gateway chmod 700 "$prefix"
 	gateway_dir "$prefix/tmp" 700
@@ -948,7 +953,7 @@ start_gateway_url() {
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
 		-e "s|@NOFILE@|$GW_NOFILE|g" -e "s|@WORKER_CONNECTIONS@|$GW_WORKER_CONNECTIONS|g" \
-		-e "s|@PER_ADDRESS@|$per_address|g" \
+		-e "s|@PER_ADDRESS@|$per_address|g" -e "s|@KEY_CONCURRENCY@|$key_concurrency|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
 		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in")" ||

@@ -37,6 +37,11 @@
 #                    of hundreds of clients needs; a proxy in front: what it
 #                    passes on in all, at most 100000); past it 429 (code
 #                    21) with Retry-After
+#   LN_KEY_CONCURRENCY  the most requests of one API key in flight at once
+#                    (by its id, lnk_<12 hex>; requests without a key share
+#                    one count; default: a quarter of LN_GATEWAY_CONNECTIONS,
+#                    at least 1; at most 10000); past it 429 (code 21) with
+#                    Retry-After
 #   LN_DATABASE_READ_URL  libpq URIs of streaming hot standbys, separated by
 #                    spaces: reads go there, with read-your-writes per API
 #                    key (README, "Replicas and failover"); default none

@@ -21,7 +21,8 @@
 #            a request of 127.0.0.1 is answered 200 meanwhile; one of
 #            127.0.0.2 with a secret in its query string is refused 400
 #            (code 13) before the limit, whose error.log line would quote
-#            the query, and the secret is in no log
+#            the query, and the secret is in no log; /metrics counts the
+#            refusals as lance_throttled_total{reason="connections_per_address"}
 #
 # The bounds on time are the point of the checks and have margin: the
 # 127.0.0.1 requests are a listing a worker answers in milliseconds (the
@@ -131,4 +132,12 @@ check "error.log says \"limiting connections\"" yes \
 	"$(grep -q 'limiting connections' "$GW_PREFIX/error.log" && echo yes || echo no)"
 check "the query's secret is in neither log" 0 \
 	"$(grep -c -F "$S35_SECRET" "$GW_PREFIX/error.log" "$GW_PREFIX/access.log" | awk -F: '{ n += $NF } END { print n + 0 }')"
+s35_throttled="$(curl -sS --max-time 10 -H "x-api-key: $KEY" "$GW/metrics" 2>/dev/null |
+	awk '$1 == "lance_throttled_total{reason=\"connections_per_address\"}" { print $2 }')"
+if [[ "$s35_throttled" =~ ^[0-9]+$ ]] && ((s35_throttled >= s35_refused + 1)); then
+	pass "/metrics counts them: lance_throttled_total{reason=\"connections_per_address\"} $s35_throttled"
+else
+	fail "/metrics counts them: lance_throttled_total{reason=\"connections_per_address\"} at least $((s35_refused + 1))" \
+		"got '$s35_throttled'"
+fi
 gw_down
