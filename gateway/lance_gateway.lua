@@ -24,6 +24,7 @@
 local cjson = require("cjson.safe")
 local lance_db = require("lance_db")
 local replicas = require("lance_replicas")
+local limits = require("lance_limits")
 
 local M = {}
 
@@ -46,7 +47,8 @@ local SQL = "SELECT status, response_headers::pg_catalog.text, response_body, ke
 -- first 49 characters of an id).
 local APPLICATION_PREFIX = "lance_gateway/"
 
--- How soon a client may try again after a 503, in seconds (Retry-After).
+-- How soon a client may try again after a 503 or a 429, in seconds
+-- (Retry-After).
 local RETRY_AFTER = "1"
 
 -- The most headers a request may carry.  The gateway hands the catalog
@@ -78,6 +80,8 @@ function M.init_worker(conf)
 		max_lag = conf.read_max_lag,
 		connections = conf.connections,
 	})
+	-- LN_KEY_CONCURRENCY (lance_limits)
+	limits.init_worker({ key_concurrency = conf.key_concurrency })
 end
 
 -- The Lance code of an error answer's body ({"code": N, ...}), for the
@@ -93,6 +97,11 @@ local function note_code(status, body)
 	end
 end
 
+-- Every 503 says when to try again, and so does every 429 or code 21
+-- (the gateway's limits, or the database's: its Retry-After, if it gave
+-- one, stands).  An answer without a body has its headers sent before it
+-- ends: an error status would otherwise make nginx answer its own page
+-- (or one of nginx.conf's error_page) in its place.
 local function reply(status, headers, body)
 	note_code(status, body)
 	ngx.status = status
@@ -101,9 +110,13 @@ local function reply(status, headers, body)
 	end
 	if status == 503 then
 		ngx.header["retry-after"] = RETRY_AFTER
+	elseif (status == 429 or ngx.var.lance_code == "21") and not ngx.header["retry-after"] then
+		ngx.header["retry-after"] = RETRY_AFTER
 	end
 	if body then
 		ngx.print(body)
+	elseif status >= 300 then
+		ngx.send_headers()
 	end
 	return ngx.exit(status)
 end
@@ -276,6 +289,79 @@ local function headers_json()
 	return cjson.encode(headers), headers
 end
 
+-- The API key a request sends, as lance_rest() reads it (request_role in
+-- src/http/rest.c): x-api-key, else the Authorization header's after
+-- "bearer " (in any case) and the spaces that follow; nil without one.
+local function sent_key(headers)
+	local key = headers["x-api-key"]
+	if key then
+		return key
+	end
+	local authorization = headers["authorization"]
+	if authorization and authorization:sub(1, 7):lower() == "bearer " then
+		return authorization:sub(8):match("^ *(.*)$")
+	end
+	return nil
+end
+
+local function random_salt()
+	local f = io.open("/dev/urandom", "rb")
+	local bytes = f and f:read(16)
+	if f then
+		f:close()
+	end
+	-- nginx's $request_id is 16 random bytes (OpenSSL's) in hex
+	return bytes or ngx.var.request_id
+end
+
+-- The dicts that keep something of keys (lance_metrics_keys,
+-- lance_keys_verified) keep it under key_digest(dict, key, what): base64 of
+-- SHA-1(salt .. key), the salt random and the dict's own (SALT_ENTRY), never
+-- the key; nil when the dict has no room for a salt (<what> is then not
+-- kept).
+local SALT_ENTRY = "\tsalt"
+
+local function key_digest(dict, key, what)
+	local salt = dict:get(SALT_ENTRY)
+	if not salt then
+		-- the first worker's salt stays (add never replaces one)
+		local ok, err = dict:add(SALT_ENTRY, random_salt())
+		salt = dict:get(SALT_ENTRY)
+		if not salt then
+			ngx.log(ngx.WARN, "lance_gateway: no salt for ", what, ", none kept: ", tostring(err or ok))
+			return nil
+		end
+	end
+	return ngx.encode_base64(ngx.sha1_bin(salt .. key))
+end
+
+-- LN_KEY_CONCURRENCY (lance_limits): the bucket a request counts in.  A
+-- key is known by its id (lnk_<12 hex>, as lance_replicas reads it); the
+-- requests without a key (or with one not of a key's form) share the
+-- bucket "-".  An id is anyone's to write (lnk_<someone's id>_junk), so a
+-- key counts as its id only once the database has authenticated it: its
+-- digest is in the dict lance_keys_verified, with its id, for
+-- KEY_VERIFIED seconds after the last request the database authenticated
+-- it for that came in unverified.  Until then (the first request after
+-- the gateway starts, a forged key) it counts apart, in "?<id>": forged
+-- keys never take the slots of the key they name, and a key's requests
+-- may briefly count in both buckets (twice the limit).
+-- key_bucket(headers): the bucket, and the key's digest when unverified.
+local KEY_VERIFIED = 600
+
+local function key_bucket(headers)
+	local id = replicas.request_key(headers)
+	if id == "-" then
+		return "-"
+	end
+	local verified = ngx.shared.lance_keys_verified
+	local digest = verified and key_digest(verified, sent_key(headers), "the keys verified")
+	if digest and verified:get(digest) == id then
+		return id
+	end
+	return "?" .. id, digest
+end
+
 function M.handle()
 	local headers, header_table = headers_json()
 	if not headers then
@@ -307,6 +393,18 @@ function M.handle()
 
 	local path = ngx.var.request_uri:match("^[^?]*")
 	local method = ngx.req.get_method()
+	-- LN_KEY_CONCURRENCY: a slot of the key's bucket, given back by the
+	-- log phase (M.log), which every request runs whatever its end.  No
+	-- internal redirect follows (reply sends its headers itself), which
+	-- would drop ngx.ctx and the slot with it.
+	local bucket, digest = key_bucket(header_table)
+	if not limits.acquire(bucket) then
+		ngx.var.lance_operation = replicas.operation(method, path) or "-"
+		ngx.var.lance_throttled = "key_concurrency"
+		return refuse(429, 21, "too many requests of this API key in flight at once (LN_KEY_CONCURRENCY: "
+			.. limits.limit() .. "): try again later")
+	end
+	ngx.ctx.lance_slot = bucket
 	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers, header_table)
 	-- the access log's and the metrics' operation (lance_replicas)
 	if rows then
@@ -332,6 +430,10 @@ function M.handle()
 	-- the access log's key= (nginx.conf.in): the key the catalog authenticated, else "-"
 	if type(key_id) == "string" and key_id ~= "" then
 		ngx.var.lance_key_id = key_id
+		-- the key is who its id says: from now on it counts as its id
+		if digest and bucket == "?" .. key_id then
+			ngx.shared.lance_keys_verified:set(digest, key_id, KEY_VERIFIED)
+		end
 	end
 	return reply(status, cjson.decode(response_headers) or {}, response_body)
 end
@@ -359,6 +461,13 @@ function M.log()
 		shown = shown:gsub(LOG_PATH_ESCAPED, log_path_byte)
 	end
 	ngx.var.lance_log_path = shown
+	-- the request's slot of LN_KEY_CONCURRENCY, if it took one
+	local ctx = ngx.ctx
+	local slot = ctx.lance_slot
+	if slot then
+		ctx.lance_slot = nil
+		limits.release(slot)
+	end
 	-- A request nginx refused before the server's rewrite phase (a
 	-- malformed request line, a path or headers too long) has none of the
 	-- values its set directives give: without them its line would not be
@@ -373,7 +482,17 @@ function M.log()
 		end
 	end
 	local metrics = ngx.shared.lance_metrics
-	if not metrics or uri:sub(1, 4) ~= "/v1/" then
+	if not metrics then
+		return
+	end
+	-- every 429 (code 21), whatever the path: by the gateway's limit that
+	-- refused it, else the database's (its rate limits)
+	local code = ngx.var.lance_code
+	if ngx.var.status == "429" or code == "21" then
+		local reason = ngx.var.lance_throttled
+		metrics:incr("t\t" .. ((reason and reason ~= "") and reason or "rate"), 1, 0)
+	end
+	if uri:sub(1, 4) ~= "/v1/" then
 		return
 	end
 	local operation = ngx.var.lance_operation
@@ -392,7 +511,6 @@ function M.log()
 	end
 	metrics:incr("n\t" .. operation, 1, 0)
 	metrics:incr("s\t" .. operation, seconds, 0)
-	local code = ngx.var.lance_code
 	if code and code ~= "null" then
 		metrics:incr("e\t" .. code, 1, 0)
 	end
@@ -416,6 +534,8 @@ end
 local function render()
 	local metrics = ngx.shared.lance_metrics
 	local requests, counts, sums, buckets, errors, gauges = {}, {}, {}, {}, {}, {}
+	-- every reason shown, 0 until a refusal of it
+	local throttled = { connections_per_address = 0, key_concurrency = 0, rate = 0 }
 	-- b<TAB>operation<TAB>i: the cumulative counts of workers before the
 	-- buckets were counted once per request (the dict outlives a reload)
 	local legacy = {}
@@ -442,6 +562,8 @@ local function render()
 			legacy[a][tonumber(b)] = value
 		elseif kind == "e" then
 			errors[a] = value
+		elseif kind == "t" then
+			throttled[a] = value
 		elseif kind == "g" then
 			gauges[a .. "\t" .. b] = (gauges[a .. "\t" .. b] or 0) + value
 		end
@@ -485,6 +607,13 @@ local function render()
 	for _, code in ipairs(sorted_keys(errors)) do
 		out[#out + 1] = string.format('lance_errors_total{code="%s"} %d', code, errors[code])
 	end
+	out[#out + 1] = "# HELP lance_throttled_total Requests answered 429 (code 21), by the limit that refused them:"
+		.. " connections_per_address (LN_GATEWAY_CONNECTIONS_PER_ADDRESS), key_concurrency (LN_KEY_CONCURRENCY),"
+		.. " rate (the database's own: its rate limits, a store that asks for fewer requests)."
+	out[#out + 1] = "# TYPE lance_throttled_total counter"
+	for _, reason in ipairs(sorted_keys(throttled)) do
+		out[#out + 1] = string.format('lance_throttled_total{reason="%s"} %d', reason, throttled[reason])
+	end
 	for _, gauge in ipairs({ { "in_use", "lance_db_connections_in_use", "Database connections running a call now." },
 		{ "waiting", "lance_db_connections_waiting", "Calls waiting for a free database connection." } }) do
 		out[#out + 1] = "# HELP " .. gauge[2] .. " " .. gauge[3]
@@ -518,48 +647,11 @@ local STATS_SQL = "SELECT status, response_headers::pg_catalog.text, response_bo
 -- the access log.
 local METRICS_TIMEOUT = 2
 local METRICS_AUTHORIZED = 60
-local SALT_ENTRY = "\tsalt"
 
--- The API key a request sends, as lance_rest() reads it (request_role in
--- src/http/rest.c): x-api-key, else the Authorization header's after
--- "bearer " (in any case) and the spaces that follow; nil without one.
-local function sent_key(headers)
-	local key = headers["x-api-key"]
-	if key then
-		return key
-	end
-	local authorization = headers["authorization"]
-	if authorization and authorization:sub(1, 7):lower() == "bearer " then
-		return authorization:sub(8):match("^ *(.*)$")
-	end
-	return nil
-end
-
-local function random_salt()
-	local f = io.open("/dev/urandom", "rb")
-	local bytes = f and f:read(16)
-	if f then
-		f:close()
-	end
-	-- nginx's $request_id is 16 random bytes (OpenSSL's) in hex
-	return bytes or ngx.var.request_id
-end
-
--- The dict entry of <key>'s authorization: base64 of SHA-1(salt .. key);
--- nil when the dict has no room for a salt (no authorization is kept then).
+-- The dict entry of <key>'s authorization for /metrics (key_digest).
 local function authorization_entry(authorized, key)
-	local salt = authorized:get(SALT_ENTRY)
-	if not salt then
-		-- the first worker's salt stays (add never replaces one)
-		local ok, err = authorized:add(SALT_ENTRY, random_salt())
-		salt = authorized:get(SALT_ENTRY)
-		if not salt then
-			ngx.log(ngx.WARN, "lance_gateway: no salt for the authorizations of /metrics, none kept: ",
-				tostring(err or ok))
-			return nil
-		end
-	end
-	return "k\t" .. ngx.encode_base64(ngx.sha1_bin(salt .. key))
+	local digest = key_digest(authorized, key, "the authorizations of /metrics")
+	return digest and "k\t" .. digest
 end
 
 local function metrics_answer()

@@ -355,6 +355,8 @@ local function request_key(headers)
 	end
 	return key and key:match(KEY_ID) or "-"
 end
+-- (lance_gateway's too: the bucket of LN_KEY_CONCURRENCY a request counts in)
+M.request_key = request_key
 
 -- The primary's WAL insert positions, sampled at each check ({t, lsn},
 -- oldest first), as far back as a lag within the bound needs.

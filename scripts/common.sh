@@ -774,9 +774,55 @@ gateway_words() {
 }
 
 # The largest values the gateway's settings take: a day's seconds, and
-# more connections than any server gives.
+# more connections than any server gives (database connections, and a
+# key's requests in flight); requests in flight from one address.
 LN_SECONDS_MAX=86400
 LN_GATEWAY_CONNECTIONS_MAX=10000
+LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX=100000
+
+# LN_GATEWAY_CONNECTIONS_PER_ADDRESS: the requests one client address may
+# have in flight at once in the gateway (nginx's limit_conn: a request
+# counts from its headers' end, while its body is read, while it waits for
+# a database connection and while it runs; an idle keep-alive connection
+# does not count).  Past it: 429 with code 21 and Retry-After.  256 is far
+# more than a NAT of hundreds of clients has in flight at once (a catalog
+# request takes milliseconds), and far fewer than the clients a worker
+# holds (LN_GATEWAY_WORKER_CONNECTIONS).
+LN_GATEWAY_CONNECTIONS_PER_ADDRESS_DEFAULT=256
+
+# The client connections each worker is made to hold (nginx's
+# worker_connections), when the open file limit lets it: thousands of idle
+# or slow clients fit, and nginx never has to drop one to accept another.
+# Each takes about 500 bytes of a worker's memory while unused.
+LN_GATEWAY_WORKER_CONNECTIONS=16384
+
+# gateway_open_files <prefix> <database connections per worker>: set
+# GW_NOFILE (nginx's worker_rlimit_nofile: the open files each worker may
+# have) and GW_WORKER_CONNECTIONS (its worker_connections: clients, and its
+# calls to a database on this host).  A worker's files are its
+# connections, the database connections of its threads (libpq's, outside
+# nginx's count) and a reserve for logs, temporary files of bodies and the
+# like; all within the hard open file limit of the OS user that starts
+# nginx (a worker may raise its limit up to that and no further: nginx
+# would otherwise alert at each worker's start, or warn that
+# worker_connections exceed the limit), or of the running master's for a
+# reload, whose workers it forks.  Under a hard limit of 1024 that is about
+# 900 connections a worker.
+gateway_open_files() {
+	local prefix="$1" per_worker="$2" hard="" pid reserve
+	if pid="$(gateway_pid "$prefix")"; then
+		hard="$(awk '/^Max open files/ { print $5 }' "/proc/$pid/limits" 2>/dev/null)" || hard=""
+	fi
+	[[ -n "$hard" ]] || hard="$(as_gateway sh -c 'ulimit -Hn' 2>/dev/null)" || hard=""
+	[[ "$hard" != unlimited ]] || hard=1048576
+	[[ "$hard" =~ ^[0-9]{1,9}$ ]] || hard=1024
+	reserve=$((per_worker + GW_READ_THREADS + 128))
+	GW_NOFILE=$((LN_GATEWAY_WORKER_CONNECTIONS + reserve))
+	((GW_NOFILE <= hard)) || GW_NOFILE="$hard"
+	GW_WORKER_CONNECTIONS=$((GW_NOFILE - reserve))
+	# a limit too small for the reserve: half the files for connections
+	((GW_WORKER_CONNECTIONS >= GW_NOFILE / 2)) || GW_WORKER_CONNECTIONS=$((GW_NOFILE / 2))
+}
 
 # seconds_setting <name> <value>: die unless <value> is a positive number of
 # seconds, at most LN_SECONDS_MAX.
@@ -788,8 +834,18 @@ seconds_setting() {
 	fi
 }
 
+# count_setting <name> <value> <max>: die unless <value> is empty (the
+# default) or a positive integer, at most <max>.
+count_setting() {
+	local name="$1" value="$2" max="$3"
+	if [[ -n "$value" ]] && { ! [[ "$value" =~ ^[1-9][0-9]{0,8}$ ]] || ((value > max)); }; then
+		die "$name must be a positive integer, at most $max, got '$value'"
+	fi
+}
+
 # check_gateway_settings <prefix> <port>: die unless the gateway's settings
-# (LN_REQUEST_TIMEOUT, LN_READ_MAX_LAG, LN_GATEWAY_CONNECTIONS, LN_GATEWAY_ADDRESS,
+# (LN_REQUEST_TIMEOUT, LN_READ_MAX_LAG, LN_GATEWAY_CONNECTIONS,
+# LN_GATEWAY_CONNECTIONS_PER_ADDRESS, LN_KEY_CONCURRENCY, LN_GATEWAY_ADDRESS,
 # LN_GATEWAY_HOSTS, LN_GATEWAY_ORIGINS, its folder and port) have their
 # forms; set GATEWAY_HOSTS and GATEWAY_ORIGINS to the lists as nginx.conf
 # takes them.  It changes nothing: scripts/gateway.sh and scripts/run.sh
@@ -800,9 +856,10 @@ check_gateway_settings() {
 	local address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" lag="${LN_READ_MAX_LAG:-$LN_READ_MAX_LAG_DEFAULT}"
 	seconds_setting LN_REQUEST_TIMEOUT "$timeout"
 	seconds_setting LN_READ_MAX_LAG "$lag"
-	if [[ -n "$total" ]] && { ! [[ "$total" =~ ^[1-9][0-9]{0,4}$ ]] || ((total > LN_GATEWAY_CONNECTIONS_MAX)); }; then
-		die "LN_GATEWAY_CONNECTIONS must be a positive integer, at most $LN_GATEWAY_CONNECTIONS_MAX, got '$total'"
-	fi
+	count_setting LN_GATEWAY_CONNECTIONS "$total" "$LN_GATEWAY_CONNECTIONS_MAX"
+	count_setting LN_GATEWAY_CONNECTIONS_PER_ADDRESS "${LN_GATEWAY_CONNECTIONS_PER_ADDRESS:-}" \
+		"$LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX"
+	count_setting LN_KEY_CONCURRENCY "${LN_KEY_CONCURRENCY:-}" "$LN_GATEWAY_CONNECTIONS_MAX"
 	if ! [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
 		die "LN_GATEWAY_PORT must be a port number (1 to 65535), got '$port'"
 	fi
@@ -838,7 +895,8 @@ start_gateway_url() {
 	local prefix="$1" port="$2" url="$3" i
 	local multiarch address="${LN_GATEWAY_ADDRESS:-127.0.0.1}" listen tls="" scheme
 	local timeout="${LN_REQUEST_TIMEOUT:-$LN_REQUEST_TIMEOUT_DEFAULT}" total="${LN_GATEWAY_CONNECTIONS:-}"
-	local workers per_worker lua conf log_from
+	local workers per_worker lua conf log_from key_concurrency
+	local per_address="${LN_GATEWAY_CONNECTIONS_PER_ADDRESS:-$LN_GATEWAY_CONNECTIONS_PER_ADDRESS_DEFAULT}"
 	check_gateway_settings "$prefix" "$port"
 	listen="$address:$port"
 	# where Debian keeps Lua's C modules (cjson.so): /usr/lib/<multiarch>/lua/5.1
@@ -857,12 +915,17 @@ start_gateway_url() {
 	workers="$(nproc)"
 	((workers <= total)) || workers="$total"
 	per_worker=$((total / workers))
+	# a key's requests in flight: a quarter of the database connections,
+	# so that three other keys at their most still leave some
+	key_concurrency="${LN_KEY_CONCURRENCY:-$((total / 4))}"
+	((key_concurrency >= 1)) || key_concurrency=1
 	# its logs name every request's path and key id: its OS user's alone
 	as_gateway chmod 700 "$prefix"
 	gateway_dir "$prefix/tmp" 700
 	# the URL may hold a password: the workers' user alone reads it
 	printf '%s\n' "$url" | gateway_file "$prefix/database_url" 600
 	gateway_read_settings "$prefix" "$per_worker"
+	gateway_open_files "$prefix" "$per_worker"
 	# nginx's user may not be able to read the clone (in /root or a
 	# mode-700 folder): it loads a copy of the Lua code from the prefix,
 	# refreshed on every start or reload.
@@ -889,7 +952,8 @@ start_gateway_url() {
 		-e "s|@MULTIARCH@|$multiarch|g" -e "s|@LISTEN@|$listen|g" -e "s|@TLS@|$tls|g" \
 		-e "s|@WORKERS@|$workers|g" -e "s|@CONNECTIONS@|$per_worker|g" -e "s|@TIMEOUT@|$timeout|g" \
 		-e "s|@READ_THREADS@|$GW_READ_THREADS|g" -e "s|@THREAD_VMS@|$((per_worker + GW_READ_THREADS))|g" \
-		-e "s|@WORKER_CONNECTIONS@|$((per_worker + GW_READ_THREADS + 512 > 1024 ? per_worker + GW_READ_THREADS + 512 : 1024))|g" \
+		-e "s|@NOFILE@|$GW_NOFILE|g" -e "s|@WORKER_CONNECTIONS@|$GW_WORKER_CONNECTIONS|g" \
+		-e "s|@PER_ADDRESS@|$per_address|g" -e "s|@KEY_CONCURRENCY@|$key_concurrency|g" \
 		-e "s|@READ_MAX_LAG@|$GW_READ_MAX_LAG|g" \
 		-e "s|@HOSTS@|$GATEWAY_HOSTS|g" \
 		-e "s|@ORIGINS@|$GATEWAY_ORIGINS|g" "$ROOT/gateway/nginx.conf.in")" ||
@@ -897,14 +961,14 @@ start_gateway_url() {
 	[[ -n "$conf" ]] || die "could not write $prefix/nginx.conf from $ROOT/gateway/nginx.conf.in"
 	printf '%s\n' "$conf" | gateway_file "$prefix/nginx.conf" 600
 	if gateway_running "$prefix"; then
-		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s)"
+		say "reloading gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, $GW_WORKER_CONNECTIONS clients a worker, requests time out after $timeout s)"
 		as_gateway nginx -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" -s reload
 		return 0
 	fi
 	if [[ "$address" == 127.0.0.1 || "$address" == 0.0.0.0 ]] && port_in_use "$port"; then
 		die "port $port on 127.0.0.1 is already in use; set another"
 	fi
-	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, requests time out after $timeout s; log $prefix/error.log)"
+	say "starting gateway on $scheme://$address:$port ($workers workers, $per_worker database connections each, $GW_WORKER_CONNECTIONS clients a worker, requests time out after $timeout s; log $prefix/error.log)"
 	# what this start writes to the log (nginx appends to it), read as the
 	# gateway's user, whose folder it is
 	log_from=$(($(as_gateway stat -c %s "$prefix/error.log" 2>/dev/null || echo 0) + 1))

@@ -32,6 +32,16 @@
 #   LN_GATEWAY_CONNECTIONS  the most database connections it holds, split
 #                    over its workers (default: a quarter of what the server
 #                    allows ordinary roles, 2 to 64)
+#   LN_GATEWAY_CONNECTIONS_PER_ADDRESS  the most requests in flight at once
+#                    from one client address (default 256: more than a NAT
+#                    of hundreds of clients needs; a proxy in front: what it
+#                    passes on in all, at most 100000); past it 429 (code
+#                    21) with Retry-After
+#   LN_KEY_CONCURRENCY  the most requests of one API key in flight at once
+#                    (by its id, lnk_<12 hex>; requests without a key share
+#                    one count; default: a quarter of LN_GATEWAY_CONNECTIONS,
+#                    at least 1; at most 10000); past it 429 (code 21) with
+#                    Retry-After
 #   LN_DATABASE_READ_URL  libpq URIs of streaming hot standbys, separated by
 #                    spaces: reads go there, with read-your-writes per API
 #                    key (README, "Replicas and failover"); default none

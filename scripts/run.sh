@@ -21,6 +21,10 @@
 #                    back and answered 503 (code 17) with Retry-After
 #   LN_GATEWAY_CONNECTIONS  the gateway's database connections, split over
 #                    its workers (default: a quarter of max_connections)
+#   LN_GATEWAY_CONNECTIONS_PER_ADDRESS, LN_KEY_CONCURRENCY  the requests in
+#                    flight at once from one client address (default 256)
+#                    and of one API key (default: a quarter of the gateway's
+#                    database connections), as for scripts/gateway.sh
 #   LN_DATABASE_READ_URL, LN_READ_MAX_LAG  hot standbys of this cluster that
 #            the gateway sends reads to, as for scripts/gateway.sh
 #   LN_PG_VERSION  the PostgreSQL major version to build for and run, where

@@ -332,7 +332,10 @@ SQL
 		port="$(find_free_port 2333)"
 		GATEWAY_PREFIX="$TMP_DIR/gateway"
 		gateway="$GATEWAY_PREFIX"
-		start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+		# one key runs every end-to-end test, several clients at once
+		# (concurrency.test.mjs: 8 writers): no limit per key here
+		# (LN_KEY_CONCURRENCY; test/serving/parts/37_fair_share.sh checks it)
+		LN_KEY_CONCURRENCY=10000 start_gateway "$GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
 		key="$(create_api_key lance_admin -d "$db")"
 		is_api_key "$key" || die "lance_create_api_key answered no key"
 		say "running Node tests"
@@ -456,7 +459,8 @@ ALTER DATABASE :"db" SET lance_namespace.local_roots = :'local';
 SQL
 	port="$(find_free_port 2433)"
 	S3_GATEWAY_PREFIX="$TMP_DIR/gateway-s3"
-	start_gateway "$S3_GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
+	# (one key, several clients at once: as for the Node tests' gateway)
+	LN_KEY_CONCURRENCY=10000 start_gateway "$S3_GATEWAY_PREFIX" "$port" "$db" "$PGHOST" "$PGPORT"
 	key="$(create_api_key lance_admin -d "$db")"
 	is_api_key "$key" || die "lance_create_api_key answered no key"
 

@@ -30,6 +30,14 @@
 #          kept; with the database stopped, 200 for a key authorized a moment
 #          ago (its line in the access log names it), 503 for one never
 #          authorized or refused since (revoked), 401 without a key.
+#   query  a secret in the query string (?x-api-key=lnk_<random>,
+#          ?token=<random>) reaches none of access.log, error.log and the
+#          server log (which logs every statement with its parameters),
+#          whatever the request's fate: a 9 MB body, a URI too long (414), a
+#          malformed request line (400), no key in the headers, a header or
+#          a body that never comes (timeouts), the database down; such a
+#          query string is refused 400 with code 13 (parameters named like a
+#          secret in any case, percent-encoded letters), page_token served.
 #   schema the extension dropped and made anew in another schema, a
 #          lance_rest planted in the old one by the same transaction: within
 #          a few seconds requests reach the new schema's; a schema whose
@@ -488,6 +496,97 @@ else
 	fail "no key's secret part in the server log, statements logged"
 fi
 
+# ---------------------------------------------------------------------------
+# query: a secret in the query string reaches no log
+# ---------------------------------------------------------------------------
+say "secrets in the query string"
+# A key in the query string is never taken (the catalog reads keys from
+# headers alone), and neither it nor the value of a parameter named like a
+# secret may reach a log, whatever becomes of the request: nginx's error.log
+# line of a 413 quotes the request line, query and all, and so does every
+# line logged in a request's context (the Lua code's, limit_conn's); the
+# call of lance_rest passes the query string, which a server that logs its
+# statements logs with the call's parameters.  The gateway refuses such a
+# query string (400, code 13) before anything logs it.  Each fate below is
+# met with ?x-api-key=lnk_<random> and with ?token=<random>, without a key
+# in the headers, while the server logs every statement with its
+# parameters: a body over 8 MB (413), a request line longer than nginx's
+# buffers (414), a malformed one (400), no key in the headers (401), a
+# header that never ends and a body that never comes (timeouts, 15 s).
+Q_ID="$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+Q_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+Q_TOKEN="tok$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+Q_QUERIES=("x-api-key=lnk_${Q_ID}_$Q_SECRET" "token=$Q_TOKEN")
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+ALTER SYSTEM SET log_min_duration_statement = 0;
+ALTER SYSTEM SET log_parameter_max_length = -1;
+SELECT pg_reload_conf();
+SQL
+# q_logged <marker>: true once the server log has the parameters of a
+# statement that hold <marker> (a request's path)
+q_logged() { grep -F "$1" "$PGDATA_DIR/server.log" | grep -F 'DETAIL:  parameters: ' >/dev/null; }
+# q_probe <marker>: a request without a key whose path holds <marker>
+q_probe() { curl -sS -o /dev/null --max-time 20 "$URL/namespace/$1/list" 2>/dev/null || true; }
+for _ in $(seq 100); do q_probe qprobe1; q_logged qprobe1 && break; sleep 0.1; done
+if q_logged qprobe1; then
+	pass "the server logs every statement with its parameters"
+else
+	fail "the server logs every statement with its parameters" "$(tail -n 5 "$PGDATA_DIR/server.log")"
+fi
+# q_hold <request head>: send it on a connection of its own and keep that
+# open, sending nothing more, until the gateway closes it (at most 30 s)
+Q_HELD=()
+q_hold() {
+	# shellcheck disable=SC2016 # expanded by that shell
+	timeout 30 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s" "$2" >&3 && cat <&3 >/dev/null' \
+		q_hold "$HTTP_PORT" "$1" >/dev/null 2>&1 &
+	Q_HELD+=($!)
+}
+BEFORE="$(wc -l <"$LOG")"
+Q_FATES=()
+for q in "${Q_QUERIES[@]}"; do
+	Q_FATES+=("9 MB body: $(head -c $((9 * 1024 * 1024)) /dev/zero | curl -sS -o /dev/null --max-time 20 -w '%{http_code}' \
+		-X POST -H 'content-type: application/json' --data-binary @- "$URL/namespace/gw%24qbig/create?$q" 2>&1)")
+	Q_FATES+=("long URI: $(curl -sS -o /dev/null --max-time 20 -w '%{http_code}' \
+		"$URL/namespace/gw/list?$q&pad=$(printf 'p%.0s' {1..9000})" 2>&1)")
+	Q_FATES+=("malformed: $( (exec 3<>"/dev/tcp/127.0.0.1/$HTTP_PORT" &&
+		printf 'GET /v1/namespace/gw/list?%s HTTP/1.1 junk\r\nHost: 127.0.0.1\r\n\r\n' "$q" >&3 &&
+		timeout 20 head -n 1 <&3) 2>&1 | tr -d '\r' || true)")
+	Q_FATES+=("no key: $(curl -sS -o /dev/null --max-time 20 -w '%{http_code}' "$URL/namespace/gw/list?$q" 2>&1)")
+	q_hold "$(printf 'GET /v1/namespace/gw/list?%s HTTP/1.1\r\nHost: 127.0.0.1\r\nx-slow: 1\r\n' "$q")"
+	q_hold "$(printf 'POST /v1/namespace/gw%%24qslow/create?%s HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{' "$q")"
+done
+say "the answers: $(printf '%s; ' "${Q_FATES[@]}")"
+check "no key in the headers, a key in the query string: 400, code 13, not taken" "400 13" \
+	"$(curl -sS -o "$WORK/q.nokey" --max-time 20 -w '%{http_code}' "$URL/namespace/gw/list?${Q_QUERIES[0]}" 2>&1) $(sed -n 's/^{"code":\([0-9]*\),.*/\1/p' "$WORK/q.nokey")"
+# the held connections end once the gateway cuts them off (15 s), each
+# logged as a line (the cap only ends a hang)
+wait "${Q_HELD[@]}" 2>/dev/null || true
+for _ in $(seq 600); do (($(wc -l <"$LOG") >= BEFORE + 13)) && break; sleep 0.1; done
+check "each of the 13 requests has its line in the access log" 13 "$(($(wc -l <"$LOG") - BEFORE))"
+for _ in $(seq 100); do q_probe qprobe2; q_logged qprobe2 && break; sleep 0.1; done
+for where in "$LOG" "$HTTP_PREFIX/error.log" "$PGDATA_DIR/server.log"; do
+	if ! grep -qF -e "$Q_SECRET" -e "$Q_TOKEN" "$where"; then
+		pass "no secret of the query strings in ${where##*/}"
+	else
+		fail "no secret of the query strings in ${where##*/}" "$(grep -F -e "$Q_SECRET" -e "$Q_TOKEN" "$where" | head -n 3)"
+	fi
+done
+sql -U postgres -d "$DB" <<'SQL' >/dev/null
+ALTER SYSTEM RESET log_min_duration_statement;
+ALTER SYSTEM RESET log_parameter_max_length;
+SELECT pg_reload_conf();
+SQL
+# what else is refused: a parameter named like a secret in any case, or
+# percent-encoded letters, digits, '-' and '_' (which would spell one past
+# the patterns); page_token, the spec's paging, and %24 pass
+for q in "X-Api-Key=abc" "access_token=abc" "a=1&Client_Secret=abc" "password" "auth=x" "signature=x" \
+	"x%2Dapi%2Dkey=abc" "%74oken=abc" "a=%6Cnk_x" "q=LNK_abc"; do
+	expect "a query string ?$q" 400 13 "$URL/namespace/gw/list?$q"
+done
+expect "a query string ?page_token=...&delimiter=%24 is served" 200 - -H "x-api-key: $KEY" \
+	"$URL/namespace/gw/list?page_token=gw0&delimiter=%24"
+
 # /metrics: Prometheus's text format, for an administrator's key alone (the
 # database decides: GET /v1/stats is lance_stats(), an administrator's);
 # parsed by prometheus_client's own parser.
@@ -586,6 +685,15 @@ expect "GET /metrics with an administrator's key it never authorized, the databa
 	-H "x-api-key: $NEVER_KEY" "$BASE/metrics"
 expect "GET /metrics with the key it refused once revoked, the database stopped" 503 17 \
 	-H "x-api-key: $REVOKED_KEY" "$BASE/metrics"
+# a request the gateway would answer 503, whose error.log line (the Lua
+# code's, with the request line) would quote its query: refused first
+expect "a secret in the query string, the database stopped: 400, code 13" 400 13 -H "x-api-key: $KEY" \
+	"$URL/namespace/gw/list?token=$Q_TOKEN"
+if ! grep -qF "$Q_TOKEN" "$HTTP_PREFIX/error.log"; then
+	pass "and error.log does not quote it"
+else
+	fail "and error.log does not quote it" "$(grep -F "$Q_TOKEN" "$HTTP_PREFIX/error.log" | head -n 3)"
+fi
 expect "GET /readyz with the database stopped" 503 - "$BASE/readyz"
 check "its body names no host, role or error text" \
 	'{"status":"not ready","reason":"the catalog database cannot be reached"}' "$(curl -sS --max-time 20 "$BASE/readyz")"

@@ -34,6 +34,17 @@
 #                   on no command line (strace), in no warning; an
 #                   LN_DATA that exists keeps its mode; settings that
 #                   would add to nginx.conf are refused
+#   35_slow_clients  4,000 connections from 127.0.0.2 trickling their
+#                   headers are all held while 127.0.0.1's requests are each
+#                   answered in under 1 s, and each is cut off within 20 s;
+#                   LN_GATEWAY_CONNECTIONS_PER_ADDRESS=200: of 600 slow
+#                   bodies from one address most are refused 429 (code 21)
+#   37_fair_share   LN_KEY_CONCURRENCY: while 30 clients of tenant A send
+#                   batch commits of 1,000 versions for 20 s, tenant B's
+#                   describes are never told 429 and their p99 stays under
+#                   0.5 s; some of A's are told 429 (code 21, Retry-After);
+#                   the slots of a client gone and of a request timed out
+#                   are given back
 #   40_reconnect    after pg_ctl restart and pg_terminate_backend the next
 #                   requests succeed; a write whose connection broke after
 #                   it was sent is answered 503/17 and never sent again
@@ -67,6 +78,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 unset PGHOSTADDR PGSERVICE PGSERVICEFILE PGDATABASE PGOPTIONS PGPASSWORD PGHOST PGPORT PGUSER
 unset LN_GATEWAY_TLS_CERT LN_GATEWAY_TLS_KEY LN_GATEWAY_HOSTS LN_GATEWAY_ORIGINS LN_GATEWAY_ADDRESS
 unset LN_REQUEST_TIMEOUT LN_GATEWAY_CONNECTIONS LN_DATABASE_URL LN_DATABASE_READ_URL LN_READ_MAX_LAG
+unset LN_GATEWAY_CONNECTIONS_PER_ADDRESS LN_KEY_CONCURRENCY
 
 command -v curl >/dev/null || die "the serving test needs curl"
 need_gateway_test_packages
@@ -112,7 +124,9 @@ DB_URL="postgresql:///$DB?host=$SOCK&port=$PORT&user=lance_gateway"
 # gw_up <name> [VAR=value...]: start the gateway <name> (prefix
 # WORK/gw-<name>) on a free port with those settings (LN_REQUEST_TIMEOUT,
 # LN_GATEWAY_CONNECTIONS, LN_DATABASE_URL: default DB_URL); sets GW (its
-# base URL) and GW_PREFIX.
+# base URL) and GW_PREFIX.  The parts send most of their requests, many at
+# once, with one key, KEY: LN_KEY_CONCURRENCY is 10000 unless given
+# (LN_KEY_CONCURRENCY= for its default; 37_fair_share checks the limit).
 gw_up() {
 	local name="$1" port
 	shift
@@ -120,6 +134,7 @@ gw_up() {
 	port="$(find_free_port 2633)"
 	GATEWAYS+=("$GW_PREFIX")
 	(
+		export LN_KEY_CONCURRENCY=10000
 		for assignment in "$@"; do export "${assignment?}"; done
 		start_gateway_url "$GW_PREFIX" "$port" "${LN_DATABASE_URL:-$DB_URL}" >/dev/null
 	) || {

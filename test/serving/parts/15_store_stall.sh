@@ -4,7 +4,10 @@
 # store that takes requests and never answers (the S3 test server in mode
 # stall), 20 reads of other tables in a row each answer in under 0.1 s, and
 # the 2 commits are answered 503 with code 17 (LN_REQUEST_TIMEOUT=4) with
-# nothing committed.  Needs the S3 test server (LN_S3_ENDPOINT and
+# nothing committed.  A store that asks for fewer requests (429): the
+# commit's answer is the database's 429 with code 21, which the gateway
+# gives a Retry-After and counts in /metrics (lance_throttled_total,
+# reason "rate").  Needs the S3 test server (LN_S3_ENDPOINT and
 # LN_S3_CONTROL, which scripts/test.sh gives); without it the part says so
 # and checks nothing.
 if [[ -z "${LN_S3_ENDPOINT:-}" || -z "${LN_S3_CONTROL:-}" ]]; then
@@ -49,4 +52,21 @@ check "the stalled commits: 503 with code 17, within the deadline and its 2 s of
 		printf '%s %s ' "$status" "$(json_code "$WORK/stall.commit$i")"
 	done | sed 's/ $//')"
 check "nothing was committed" "0 0" "$(versions onstore)"
+# A store that asks for fewer requests (429): the catalog's code 21, to
+# which the gateway adds Retry-After, and which /metrics counts as the
+# database's (reason "rate")
+store_mode error/5/429
+request "$WORK/throttled.commit" POST "/v1/table/ns%24onstore/version/create" \
+	'{"version": 1, "manifest_path": "serving/onstore.lance/_versions/staged.manifest"}'
+store_mode up
+if [[ "$(cut -d' ' -f1 "$WORK/throttled.commit.status") $(json_code "$WORK/throttled.commit")" == "429 21" ]] &&
+	grep -qi '^retry-after: 1' "$WORK/throttled.commit.headers"; then
+	pass "a commit the store asks to slow down: the database's 429, code 21, with the gateway's Retry-After"
+else
+	fail "a commit the store asks to slow down: the database's 429, code 21, with the gateway's Retry-After" \
+		"$(cat "$WORK/throttled.commit.status" "$WORK/throttled.commit" "$WORK/throttled.commit.headers")"
+fi
+check "/metrics counts it: lance_throttled_total{reason=\"rate\"} 1" 1 \
+	"$(curl -sS --max-time 10 -H "x-api-key: $KEY" "$GW/metrics" 2>/dev/null |
+		awk '$1 == "lance_throttled_total{reason=\"rate\"}" { print $2 }')"
 gw_down

@@ -93,7 +93,8 @@ kill "$SILENT_PID" 2>/dev/null || true
 wait "$SILENT_PID" 2>/dev/null || true
 
 # A gateway of the default size starts without a warning from nginx under
-# the usual open file limit of 1024 (its worker_connections stay 1024).
+# the usual open file limit of 1024 (its worker_rlimit_nofile is the hard
+# limit, 1024, and its worker_connections what that leaves room for).
 GATEWAYS+=("$WORK/gw-nofile")
 (
 	ulimit -n 1024
@@ -101,6 +102,11 @@ GATEWAYS+=("$WORK/gw-nofile")
 ) >"$WORK/gw-nofile.out" 2>&1 || true
 check "a gateway of the default size starts under an open file limit of 1024 without nginx's warning" \
 	"started, no warning" "$(grep -q 'starting gateway' "$WORK/gw-nofile.out" && echo started), $(grep -q 'warn' "$WORK/gw-nofile.out" && echo warning || echo no warning)"
+# nor do its workers, which raise their own limit at their start (an alert
+# in error.log alone: setrlimit failed), once they serve
+curl -sS -o /dev/null --max-time 10 "$(sed -n 's|.*starting gateway on \(http://[0-9.:]*\) .*|\1|p' "$WORK/gw-nofile.out")/healthz" 2>/dev/null || true
+check "and its workers say nothing in error.log as they start" "" \
+	"$(grep -E '\[(warn|alert|crit|emerg)\]' "$WORK/gw-nofile/error.log" 2>/dev/null | head -n 3)"
 stop_gateway "$WORK/gw-nofile" >/dev/null 2>&1 || true
 
 # 400 requests, 100 at a time: 200 listings and 200 creations of namespaces

@@ -333,15 +333,17 @@ fi
 # What goes into nginx.conf is checked: a quote in LN_GATEWAY_HOSTS or
 # LN_GATEWAY_ORIGINS would end nginx's string and add directives of its own
 # (here lua_code_cache off); a line break, a brace, a $ (an nginx variable);
-# an address without brackets; an LN_DATA with a ';'.  gateway.sh stops,
-# naming the setting, and writes no nginx.conf.
+# an address without brackets; an LN_DATA with a ';'; a count that is no
+# positive integer (LN_GATEWAY_CONNECTIONS_PER_ADDRESS, LN_KEY_CONCURRENCY).
+# gateway.sh stops, naming the setting, and writes no nginx.conf.
 i=0
 # shellcheck disable=SC2016 # the $ are the values
 for setting in 'LN_GATEWAY_HOSTS=x"; lua_code_cache off; set $lance_x "' \
 	'LN_GATEWAY_ORIGINS=https://app.example"; lua_code_cache off; set $lance_x "' \
 	$'LN_GATEWAY_HOSTS=catalog.example\n}' 'LN_GATEWAY_ORIGINS=https://${host}' \
 	'LN_GATEWAY_ADDRESS=::1' "LN_DATA=$WORK/bad;dir" LN_REQUEST_TIMEOUT=86401 LN_GATEWAY_CONNECTIONS=10001 \
-	LN_READ_MAX_LAG=1e9 "LN_GATEWAY_HOSTS=$(printf 'a%.0s' {1..254})"; do
+	LN_READ_MAX_LAG=1e9 "LN_GATEWAY_HOSTS=$(printf 'a%.0s' {1..254})" LN_GATEWAY_CONNECTIONS_PER_ADDRESS=0 \
+	'LN_KEY_CONCURRENCY=4; lua_code_cache off'; do
 	i=$((i + 1))
 	name="${setting%%=*}"
 	shown="$name='${setting#*=}'"

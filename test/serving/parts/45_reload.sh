@@ -17,7 +17,8 @@ else
 	fail "a commit through the gateway waits on the held version's lock" "waiting: $(lock_waiters)"
 fi
 (
-	export LN_GATEWAY_CONNECTIONS=4
+	# (as gw_up: no limit per key, whose requests the old worker still counts)
+	export LN_GATEWAY_CONNECTIONS=4 LN_KEY_CONCURRENCY=10000
 	start_gateway_url "$GW_PREFIX" "${GW##*:}" "$DB_URL" >/dev/null
 ) || fail "the gateway reloads" "$(tail -n 5 "$GW_PREFIX/error.log" 2>/dev/null)"
 # shutting_down: a worker of this gateway says it is shutting down

@@ -143,7 +143,7 @@ check "the gauges: 2 connections in use, the other commits waiting" "2 $((i - 2)
 # reload with one worker: the old two finish their requests while the new
 # one serves; killed, they never write their gauges back
 (
-	export LN_GATEWAY_CONNECTIONS=1 LN_REQUEST_TIMEOUT=60
+	export LN_GATEWAY_CONNECTIONS=1 LN_REQUEST_TIMEOUT=60 LN_KEY_CONCURRENCY=10000
 	start_gateway_url "$GW_PREFIX" "${GW##*:}" "$DB_URL" >/dev/null
 )
 wait_for 300 answers "2 1" m55_workers ||
