@@ -357,10 +357,16 @@ local function key_bucket(headers)
 	local verified = ngx.shared.lance_keys_verified
 	local digest = verified and key_digest(verified, sent_key(headers), "the keys verified")
 	if digest and verified:get(digest) == id then
-		return id
+		return id, digest
 	end
-	return "?" .. id, digest
+	-- by the key itself, not the id it names: a forged lnk_<id>_junk never
+	-- shares a bucket with the real key's own requests before they verify
+	return "?" .. (digest or id), digest
 end
+
+-- The ngx.ctx fields of a request's slots, given back by the log phase:
+-- its key's, and for a key not verified (or none) its address's too.
+local SLOT_FIELDS = { "lance_slot", "lance_address_slot" }
 
 function M.handle()
 	local headers, header_table = headers_json()
@@ -398,13 +404,24 @@ function M.handle()
 	-- internal redirect follows (reply sends its headers itself), which
 	-- would drop ngx.ctx and the slot with it.
 	local bucket, digest = key_bucket(header_table)
-	if not limits.acquire(bucket) then
+	-- a request the database has not vouched for (no key, a key not yet
+	-- seen, a forged or random one, each of its own bucket) counts against
+	-- its address as well: one client cannot make up keys for more slots
+	local address = bucket:sub(1, 1) ~= "l" and ("@" .. (ngx.var.binary_remote_addr or "-")) or nil
+	local taken = limits.acquire(bucket)
+	if taken and address and not limits.acquire(address) then
+		-- the key's slot was taken, the address's was not: give it back
+		limits.release(bucket)
+		taken = false
+	end
+	if not taken then
 		ngx.var.lance_operation = replicas.operation(method, path) or "-"
 		ngx.var.lance_throttled = "key_concurrency"
 		return refuse(429, 21, "too many requests of this API key in flight at once (LN_KEY_CONCURRENCY: "
 			.. limits.limit() .. "): try again later")
 	end
 	ngx.ctx.lance_slot = bucket
+	ngx.ctx.lance_address_slot = address
 	local rows, outcome, detail = call(method, path, ngx.var.args or "", body, headers, header_table)
 	-- the access log's and the metrics' operation (lance_replicas)
 	if rows then
@@ -430,8 +447,10 @@ function M.handle()
 	-- the access log's key= (nginx.conf.in): the key the catalog authenticated, else "-"
 	if type(key_id) == "string" and key_id ~= "" then
 		ngx.var.lance_key_id = key_id
-		-- the key is who its id says: from now on it counts as its id
-		if digest and bucket == "?" .. key_id then
+		-- the key is who its id says: from now on it counts as its id, for
+		-- KEY_VERIFIED seconds after its last request the database vouched
+		-- for (a busy key never falls back into the unverified buckets)
+		if digest and (bucket == key_id or bucket == "?" .. digest) then
 			ngx.shared.lance_keys_verified:set(digest, key_id, KEY_VERIFIED)
 		end
 	end
@@ -460,13 +479,19 @@ function M.log()
 	if shown:find(LOG_PATH_ESCAPED) then
 		shown = shown:gsub(LOG_PATH_ESCAPED, log_path_byte)
 	end
+	-- an API key's shape in the path (refused: nginx.conf.in) is never logged
+	if shown:find("[lL][nN][kK]_") then
+		shown = shown:gsub("([lL][nN][kK]_" .. ("%x"):rep(12) .. "_)%x+", "%1****")
+	end
 	ngx.var.lance_log_path = shown
-	-- the request's slot of LN_KEY_CONCURRENCY, if it took one
+	-- the request's slots of LN_KEY_CONCURRENCY, if it took them
 	local ctx = ngx.ctx
-	local slot = ctx.lance_slot
-	if slot then
-		ctx.lance_slot = nil
-		limits.release(slot)
+	for _, name in ipairs(SLOT_FIELDS) do
+		local slot = ctx[name]
+		if slot then
+			ctx[name] = nil
+			limits.release(slot)
+		end
 	end
 	-- A request nginx refused before the server's rewrite phase (a
 	-- malformed request line, a path or headers too long) has none of the

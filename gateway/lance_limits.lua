@@ -6,7 +6,10 @@
 -- without a key) before it is sent to the database, and gives it back in
 -- the log phase, which every request runs whatever became of it (an
 -- answer, an error, a timeout, a client gone).  Past the limit it is
--- answered 429 with code 21 and Retry-After.
+-- answered 429 with code 21 and Retry-After.  (Each worker has database
+-- connections of its own, and the limit is over all of them: where a
+-- worker has no more connections than the limit, one key may take all of
+-- that worker's; README, "Serving".)
 --
 -- The counts live in the lua_shared_dict lance_key_slots, one entry per
 -- worker and bucket ("<pid>\t<bucket>": that worker's requests of that

@@ -778,7 +778,8 @@ gateway_words() {
 # key's requests in flight); requests in flight from one address.
 LN_SECONDS_MAX=86400
 LN_GATEWAY_CONNECTIONS_MAX=10000
-LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX=100000
+# nginx's limit_conn takes at most 65535
+LN_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX=65535
 
 # LN_GATEWAY_CONNECTIONS_PER_ADDRESS: the requests one client address may
 # have in flight at once in the gateway (nginx's limit_conn: a request

@@ -35,7 +35,7 @@
 #   LN_GATEWAY_CONNECTIONS_PER_ADDRESS  the most requests in flight at once
 #                    from one client address (default 256: more than a NAT
 #                    of hundreds of clients needs; a proxy in front: what it
-#                    passes on in all, at most 100000); past it 429 (code
+#                    passes on in all, at most 65535); past it 429 (code
 #                    21) with Retry-After
 #   LN_KEY_CONCURRENCY  the most requests of one API key in flight at once
 #                    (by its id, lnk_<12 hex>; requests without a key share

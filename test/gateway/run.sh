@@ -33,7 +33,9 @@
 #          with a request limit (1 a second, bursts of 2; the server
 #          preloads the library) is told 429, code 21, Retry-After for most
 #          of 12 rapid requests, counted in lance_throttled_total{reason=
-#          "rate"}, while another role's key is served.
+#          "rate"}, while another role's key is served; a writer's
+#          DeclareTable in the way of an administrator's table: 400, code
+#          13, naming no table, while the server log names it.
 #   query  a secret in the query string (?x-api-key=lnk_<random>,
 #          ?token=<random>) reaches none of access.log, error.log and the
 #          server log (which logs every statement with its parameters),
@@ -587,11 +589,24 @@ SQL
 # percent-encoded letters, digits, '-' and '_' (which would spell one past
 # the patterns); page_token, the spec's paging, and %24 pass
 for q in "X-Api-Key=abc" "access_token=abc" "a=1&Client_Secret=abc" "password" "auth=x" "signature=x" \
-	"x%2Dapi%2Dkey=abc" "%74oken=abc" "a=%6Cnk_x" "q=LNK_abc"; do
+	"x%2Dapi%2Dkey=abc" "%74oken=abc" "a=%6Cnk_x" "q=LNK_abc" "a=1;x-api-key=abc" "%256Cnk_x" "pwd=x"; do
 	expect "a query string ?$q" 400 13 "$URL/namespace/gw/list?$q"
 done
 expect "a query string ?page_token=...&delimiter=%24 is served" 200 - -H "x-api-key: $KEY" \
 	"$URL/namespace/gw/list?page_token=gw0&delimiter=%24"
+# vend_credentials is the spec's, taken from the query string too
+expect "a query string ?vend_credentials=false is served" 200 - -H "x-api-key: $KEY" -X POST \
+	-H 'content-type: application/json' -d '{}' "$URL/namespace/gw/describe?vend_credentials=false"
+# A key in the path (a client that put it where a name goes): refused the
+# same way, and the access log shows no key's shape, whatever the path.
+P_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+expect "a path holding a key's shape" 400 13 "$URL/namespace/lnk_${Q_ID}_$P_SECRET/list"
+for _ in $(seq 100); do grep -qF "lnk_****" "$LOG" && break; sleep 0.1; done
+if ! grep -qF "$P_SECRET" "$LOG" "$HTTP_PREFIX/error.log"; then
+	pass "no key of the path in access.log or error.log"
+else
+	fail "no key of the path in access.log or error.log" "$(grep -F "$P_SECRET" "$LOG" "$HTTP_PREFIX/error.log" | head -n 3)"
+fi
 
 # /metrics: Prometheus's text format, for an administrator's key alone (the
 # database decides: GET /v1/stats is lance_stats(), an administrator's);
@@ -688,6 +703,35 @@ done
 check "lance_throttled_total{reason=\"rate\"} counts them" "$refused" "$(delta lance_throttled_total reason=rate)"
 sql -U postgres -d "$DB" -c "SELECT lance_set_role_limits('{\"role\": \"gw_limited\", \"requests_per_second\": null}')" >/dev/null
 expect "the limit removed: the role's key is served" 200 - -H "x-api-key: $LIMITED_KEY" "$URL/namespace/gw/list"
+
+# Tables in the way: a table an administrator registered at namespace gw's
+# folder is around every folder the catalog chooses there.  A writer's
+# DeclareTable through the gateway is 400, code 13, saying what to do and
+# naming no other table; the server log names the table in the way (the
+# administrator's to move).
+sql -U postgres -d "$DB" >/dev/null <<SQL
+CREATE ROLE gw_writer;
+SELECT lance_grant('{"id": ["gw"], "role": "gw_writer", "privilege": "write"}');
+SELECT lance_register_table('{"id": ["gw", "in_the_way"], "location": "$TABLES/gw"}');
+SQL
+WRITER_KEY="$(create_api_key gw_writer "${PSQL_ARGS[@]}")"
+answer="$(curl_status -X POST -H "x-api-key: $WRITER_KEY" -H 'content-type: application/json' -d '{}' \
+	"$URL/table/gw%24blocked/declare")"
+if [[ "$answer" == "400 {\"code\":13,"*"ask an administrator to move the table in the way"* && "$answer" != *in_the_way* ]]; then
+	pass "a writer's DeclareTable in the way of a table: 400, code 13, saying what to do, naming no table"
+else
+	fail "a writer's DeclareTable in the way of a table: 400, code 13, saying what to do, naming no table" "$answer"
+fi
+for _ in $(seq 100); do
+	grep -F 'lance_namespace: table "gw$in_the_way" is in the way of table "gw$blocked"' "$PGDATA_DIR/server.log" >/dev/null && break
+	sleep 0.1
+done
+if grep -F 'lance_namespace: table "gw$in_the_way" is in the way of table "gw$blocked"' "$PGDATA_DIR/server.log" >/dev/null; then
+	pass "the server log names the table in the way"
+else
+	fail "the server log names the table in the way" "$(tail -n 5 "$PGDATA_DIR/server.log")"
+fi
+sql -U postgres -d "$DB" -c "SELECT lance_deregister_table('{\"id\": [\"gw\", \"in_the_way\"]}')" >/dev/null
 
 # /metrics when the database cannot answer: a key the database authorized
 # for it a moment ago still reads the metrics (for 60 s), one it never

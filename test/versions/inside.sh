@@ -43,7 +43,11 @@ GATEWAY_PORT="$(find_free_port 2533)"
 
 say "scripts/run.sh on $(. /etc/os-release && echo "$PRETTY_NAME")"
 rc=0
-LN_DATA="$DATA" LN_PORT="$PORT" LN_GATEWAY_PORT="$GATEWAY_PORT" bash scripts/run.sh 2>&1 | tee "$RUN_LOG" || rc=$?
+# The end-to-end tests below run through this gateway, 8 clients of one key
+# at once: no share per key to keep (LN_KEY_CONCURRENCY, as scripts/test.sh's
+# own test gateways; test/serving/parts/37_fair_share.sh checks the default)
+LN_DATA="$DATA" LN_PORT="$PORT" LN_GATEWAY_PORT="$GATEWAY_PORT" LN_KEY_CONCURRENCY=10000 \
+	bash scripts/run.sh 2>&1 | tee "$RUN_LOG" || rc=$?
 check_that "scripts/run.sh (exit $rc)" "$([[ $rc == 0 ]] && echo true || echo false)"
 check_that "scripts/run.sh installed the release's packages (a fresh root)" \
 	"$(grep -q '^lance_namespace: installing: postgresql-' "$RUN_LOG" && echo true || echo false)"
@@ -52,9 +56,16 @@ warnings="$(grep -c 'warning:' "$RUN_LOG")"
 check_that "the build printed $warnings compiler warnings: $(grep -m 3 'warning:' "$RUN_LOG" | tr '\n' ' ')" \
 	"$([[ $warnings == 0 ]] && echo true || echo false)"
 
-# the seeded catalog's tables are this root's postgres user's to write now
+# the seeded catalog's tables are this root's postgres user's to write now;
+# the original's server (this machine's postgres, another OS user here)
+# still reads them for its answers, and the catalog makes its folders and
+# ref files its own user's alone (700, 600): open them to it again, as no
+# two servers of a real deployment share one folder
 source scripts/common.sh # the PostgreSQL run.sh installed
-[[ -n "${LN_RESTORE_TABLES:-}" ]] && chown -R postgres:postgres "$LN_RESTORE_TABLES"
+if [[ -n "${LN_RESTORE_TABLES:-}" ]]; then
+	chown -R postgres:postgres "$LN_RESTORE_TABLES"
+	chmod -R go+rX "$LN_RESTORE_TABLES"
+fi
 
 LN_TEST_ONLY="sql node restore" LN_TEST_RUN_DATA="$DATA" LN_GATEWAY_PORT="$GATEWAY_PORT" \
 	bash scripts/test.sh 2>&1 | tee "$TEST_LOG"
