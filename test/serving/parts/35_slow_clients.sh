@@ -15,7 +15,8 @@
 #   trickle  meanwhile one header from 127.0.0.1 trickled a line every 2 s:
 #            cut off within 20 s (nginx's default, 60 s, kept it open)
 #   bodies   LN_GATEWAY_CONNECTIONS_PER_ADDRESS=200: 600 POSTs from
-#            127.0.0.2 whose bodies come a byte a second: at most 200 held,
+#            127.0.0.2 whose bodies come a byte a second: at most 200 held
+#            (and of 60 such 8 MB bodies from 127.0.0.3, at most 16),
 #            the others refused 429 with a Lance body (code 21), Retry-After
 #            and an X-Request-Id, and error.log says "limiting connections";
 #            a request of 127.0.0.1 is answered 200 meanwhile; one of
@@ -139,16 +140,29 @@ if jq -r '.refusal // ""' "$WORK/s35.bodies.json" | tr -d '\r' | grep -E '^\{"co
 else
 	fail "their refusal's body is a Lance error, code 21" "$(cat "$WORK/s35.bodies.json")"
 fi
+# Bodies of 100 KB and more hold up to 1 MB each while they come: at most
+# 16 of them in flight per address (of 60 from 127.0.0.3, sent a byte a
+# second, most refused), whatever LN_GATEWAY_CONNECTIONS_PER_ADDRESS allows
+python3 "$S35_CLIENT" bodies --port "$s35_port" --source 127.0.0.3 --count 60 --interval 1 --seconds 8 \
+	--length 8000000 --path "/v1/namespace/ns%24slowbody/create" >"$WORK/s35.large.json" 2>"$WORK/s35.large.err" || true
+s35_large_refused="$(jq -r '.statuses["429"] // 0' "$WORK/s35.large.json" 2>/dev/null || echo 0)"
+s35_large_held="$(jq -r '.statuses.none // 0' "$WORK/s35.large.json" 2>/dev/null || echo 0)"
+if ((s35_large_refused >= 40 && s35_large_held <= 16 && s35_large_refused + s35_large_held == 60)); then
+	pass "60 slow 8 MB bodies from 127.0.0.3: $s35_large_held held, $s35_large_refused refused 429"
+else
+	fail "60 slow 8 MB bodies from 127.0.0.3: at most 16 held, the others refused 429" \
+		"$(cat "$WORK/s35.large.json" "$WORK/s35.large.err")"
+fi
 check "error.log says \"limiting connections\"" yes \
 	"$(grep -q 'limiting connections' "$GW_PREFIX/error.log" && echo yes || echo no)"
 check "the query's secret is in neither log" 0 \
 	"$(grep -c -F "$S35_SECRET" "$GW_PREFIX/error.log" "$GW_PREFIX/access.log" | awk -F: '{ n += $NF } END { print n + 0 }')"
 s35_throttled="$(curl -sS --max-time 10 -H "x-api-key: $KEY" "$GW/metrics" 2>/dev/null |
 	awk '$1 == "lance_throttled_total{reason=\"connections_per_address\"}" { print $2 }')"
-if [[ "$s35_throttled" =~ ^[0-9]+$ ]] && ((s35_throttled >= s35_refused + 1)); then
+if [[ "$s35_throttled" =~ ^[0-9]+$ ]] && ((s35_throttled >= s35_refused + 1 + s35_large_refused)); then
 	pass "/metrics counts them: lance_throttled_total{reason=\"connections_per_address\"} $s35_throttled"
 else
-	fail "/metrics counts them: lance_throttled_total{reason=\"connections_per_address\"} at least $((s35_refused + 1))" \
+	fail "/metrics counts them: lance_throttled_total{reason=\"connections_per_address\"} at least $((s35_refused + 1 + s35_large_refused))" \
 		"got '$s35_throttled'"
 fi
 gw_down
